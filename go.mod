@@ -1,0 +1,3 @@
+module github.com/kdumpsyms/kdumpsyms
+
+go 1.26
