@@ -1,0 +1,13 @@
+// Package symfinder is the symbol layer of kdump-syms: the [Symbol] callers
+// receive, the [Finder] interface every symbol source implements, the
+// immutable struct-of-arrays [Index] the built-in sources build, and the
+// [Chain] that asks an ordered list of named finders, after drgn's Symbol
+// Finder API.
+//
+// A caller plugs its own source in by implementing Finder (or wrapping a
+// function in [FinderFunc]) and adding it to a Chain. Finding nothing is
+// never an error for a finder; only the Chain's single-result lookups turn
+// "no finder had it" into an error wrapping [ErrNotFound].
+//
+// This package imports nothing else of kdump-syms.
+package symfinder

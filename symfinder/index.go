@@ -1,0 +1,405 @@
+package symfinder
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"unsafe"
+)
+
+// Index is an immutable symbol table stored as a struct of arrays, the form
+// every built-in source produces. It keeps the source's own order (for
+// kallsyms, the order /proc/kallsyms prints) and answers lookups by address
+// and by name without a heap object per symbol.
+//
+// Per symbol it holds an 8-byte address and a 4-byte offset into one names
+// buffer (whose first byte per symbol is the type letter); a 4-byte by-name
+// permutation is built on the first name lookup unless the source supplied
+// one; an 8-byte size is stored only for sources that record true sizes
+// (module symtabs), otherwise sizes are derived from the next higher
+// address as the kernel derives them. An address-order permutation exists
+// only when the source order is not already sorted by address.
+//
+// An Index is safe for concurrent use.
+type Index struct {
+	name   string
+	module string
+
+	addrs   []uint64 // source order
+	nameOff []uint32 // len(addrs)+1; names[nameOff[i]] is the type letter
+	names   []byte
+	sizes   []uint64 // nil: derived
+
+	derivedEnd uint64   // end of the highest symbol when sizes are derived; 0 unknown
+	byAddr     []uint32 // nil when addrs is sorted; stable by source order
+	maxLast    []uint64 // sized indexes: running max of last bytes in address order
+
+	nameOnce sync.Once
+	byName   []uint32 // sorted by (name, source index)
+	hint     []uint32 // by-name permutation supplied by the source, checked on first use
+}
+
+// Builder accumulates symbols for an Index. The zero value is not usable;
+// call NewBuilder.
+type Builder struct {
+	ix    *Index
+	sized bool
+	err   error
+}
+
+// NewBuilder starts an index. name is the finder name it answers to
+// ("kallsyms", "module:xfs", ...); module is the Module of every symbol in
+// it ("" for vmlinux).
+func NewBuilder(name, module string) *Builder {
+	return &Builder{ix: &Index{name: name, module: module, nameOff: []uint32{0}}}
+}
+
+// Grow reserves room for n more symbols with nameBytes more name bytes.
+// Callers pass counts they have validated; Grow caps what it reserves.
+func (b *Builder) Grow(n, nameBytes int) {
+	const maxReserve = 1 << 22
+	n, nameBytes = min(max(n, 0), maxReserve), min(max(nameBytes, 0), 16*maxReserve)
+	b.ix.addrs = slices.Grow(b.ix.addrs, n)
+	b.ix.nameOff = slices.Grow(b.ix.nameOff, n)
+	b.ix.names = slices.Grow(b.ix.names, nameBytes+n)
+	if b.sized {
+		b.ix.sizes = slices.Grow(b.ix.sizes, n)
+	}
+}
+
+// Add appends a symbol whose size is to be derived.
+func (b *Builder) Add(addr uint64, kind byte, name []byte) {
+	if b.sized {
+		b.ix.sizes = append(b.ix.sizes, 0)
+	}
+	b.add(addr, kind, name)
+}
+
+// AddSized appends a symbol of a known size. Once one symbol has a size,
+// the index stores sizes for all; symbols added with Add get size 0.
+func (b *Builder) AddSized(addr, size uint64, kind byte, name []byte) {
+	if !b.sized {
+		b.sized = true
+		b.ix.sizes = make([]uint64, len(b.ix.addrs), cap(b.ix.addrs))
+	}
+	b.ix.sizes = append(b.ix.sizes, size)
+	b.add(addr, kind, name)
+}
+
+// AddString is Add for a string name.
+func (b *Builder) AddString(addr uint64, kind byte, name string) {
+	b.Add(addr, kind, []byte(name))
+}
+
+func (b *Builder) add(addr uint64, kind byte, name []byte) {
+	b.ix.addrs = append(b.ix.addrs, addr)
+	b.ix.names = append(b.ix.names, kind)
+	b.ix.names = append(b.ix.names, name...)
+	if uint64(len(b.ix.names)) > math.MaxUint32 && b.err == nil {
+		b.err = fmt.Errorf("symfinder: %s: names exceed 4 GiB", b.ix.name)
+	}
+	b.ix.nameOff = append(b.ix.nameOff, uint32(len(b.ix.names)))
+}
+
+// Len returns the number of symbols added so far.
+func (b *Builder) Len() int { return len(b.ix.addrs) }
+
+// SetDerivedEnd sets where the highest symbol ends when sizes are derived
+// (the kernel uses _end, _etext or _einittext). Without it the highest
+// symbols get size 0.
+func (b *Builder) SetDerivedEnd(end uint64) { b.ix.derivedEnd = end }
+
+// SetNameOrder supplies a permutation of source indexes sorted by name, for
+// example the kernel's kallsyms_seqs_of_names. It is checked on the first
+// name lookup and replaced by a sort if it is not a sorted permutation.
+func (b *Builder) SetNameOrder(perm []uint32) { b.ix.hint = perm }
+
+// Build finishes the index. The Builder must not be used afterwards.
+func (b *Builder) Build() (*Index, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	ix := b.ix
+	b.ix = nil
+	ix.addrs = slices.Clip(ix.addrs)
+	ix.nameOff = slices.Clip(ix.nameOff)
+	ix.names = slices.Clip(ix.names)
+	if !slices.IsSorted(ix.addrs) {
+		ix.byAddr = make([]uint32, len(ix.addrs))
+		for i := range ix.byAddr {
+			ix.byAddr[i] = uint32(i)
+		}
+		slices.SortStableFunc(ix.byAddr, func(x, y uint32) int { return cmp.Compare(ix.addrs[x], ix.addrs[y]) })
+	}
+	if ix.sizes != nil {
+		ix.maxLast = make([]uint64, len(ix.addrs))
+		var run uint64
+		for p := range ix.addrs {
+			i := ix.sorted(p)
+			last := ix.addrs[i] + max(ix.sizes[i], 1) - 1
+			if last < ix.addrs[i] {
+				last = math.MaxUint64
+			}
+			run = max(run, last)
+			ix.maxLast[p] = run
+		}
+	}
+	return ix, nil
+}
+
+// sorted maps a position in address order to a source index.
+func (ix *Index) sorted(p int) int {
+	if ix.byAddr == nil {
+		return p
+	}
+	return int(ix.byAddr[p])
+}
+
+func (ix *Index) addrAt(p int) uint64 { return ix.addrs[ix.sorted(p)] }
+
+// Name returns the finder name.
+func (ix *Index) Name() string { return ix.name }
+
+// Module returns the module every symbol of the index belongs to.
+func (ix *Index) Module() string { return ix.module }
+
+// Len returns the number of symbols.
+func (ix *Index) Len() int { return len(ix.addrs) }
+
+// Addr returns the address of the i'th symbol in source order.
+func (ix *Index) Addr(i int) uint64 { return ix.addrs[i] }
+
+// Kind returns the type letter of the i'th symbol.
+func (ix *Index) Kind(i int) byte { return ix.names[ix.nameOff[i]] }
+
+// NameBytes returns the name of the i'th symbol without copying; the slice
+// must not be modified.
+func (ix *Index) NameBytes(i int) []byte { return ix.names[ix.nameOff[i]+1 : ix.nameOff[i+1]] }
+
+// Size returns the size of the i'th symbol and whether it was derived.
+func (ix *Index) Size(i int) (size uint64, derived bool) {
+	if ix.sizes != nil {
+		return ix.sizes[i], false
+	}
+	a := ix.addrs[i]
+	next, ok := ix.nextAbove(a)
+	if !ok {
+		if ix.derivedEnd > a {
+			return ix.derivedEnd - a, true
+		}
+		return 0, true
+	}
+	return next - a, true
+}
+
+// upper returns the first position in address order whose address is > a.
+func (ix *Index) upper(a uint64) int {
+	lo, hi := 0, len(ix.addrs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ix.addrAt(m) <= a {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func (ix *Index) nextAbove(a uint64) (uint64, bool) {
+	p := ix.upper(a)
+	if p == len(ix.addrs) {
+		return 0, false
+	}
+	return ix.addrAt(p), true
+}
+
+// Symbol returns the i'th symbol in source order.
+func (ix *Index) Symbol(i int) Symbol {
+	size, derived := ix.Size(i)
+	return ix.symbol(i, size, derived)
+}
+
+func (ix *Index) symbol(i int, size uint64, derived bool) Symbol {
+	name := ix.NameBytes(i)
+	return Symbol{
+		// The names buffer is never written after Build, so the string may
+		// share it: returning a symbol costs no allocation.
+		Name:        unsafe.String(unsafe.SliceData(name), len(name)),
+		Addr:        ix.addrs[i],
+		Size:        size,
+		SizeDerived: derived,
+		Kind:        ix.Kind(i),
+		Module:      ix.module,
+	}
+}
+
+// Find implements Finder.
+func (ix *Index) Find(q Query, yield func(Symbol) bool) error {
+	switch q.Kind {
+	case ByAddr:
+		ix.findAddr(q.Addr, yield)
+	case ByName:
+		ix.findName(q.Name, yield)
+	case All:
+		for i := range ix.addrs {
+			if !yield(ix.Symbol(i)) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// Lookup returns the best symbol containing addr.
+func (ix *Index) Lookup(addr uint64) (Symbol, bool) {
+	var s Symbol
+	var ok bool
+	ix.findAddr(addr, func(sym Symbol) bool { s, ok = sym, true; return false })
+	return s, ok
+}
+
+// findAddr yields the symbols containing a. With derived sizes that is the
+// alias group of the highest address ≤ a, in source order (the kernel
+// reports the first of them). With stored sizes it is every symbol whose
+// [addr, addr+size) holds a, the closest start first and, among equal
+// starts, source order; a symbol of size 0 holds only its own address.
+func (ix *Index) findAddr(a uint64, yield func(Symbol) bool) {
+	p := ix.upper(a) // first position above a
+	if p == 0 {
+		return
+	}
+	if ix.sizes == nil {
+		start := ix.addrAt(p - 1)
+		var end uint64
+		switch {
+		case p < len(ix.addrs):
+			end = ix.addrAt(p)
+		case ix.derivedEnd > start:
+			end = ix.derivedEnd
+		default:
+			end = start + 1 // unknown size: only the address itself
+		}
+		if a >= end {
+			return
+		}
+		g := p - 1
+		for g > 0 && ix.addrAt(g-1) == start {
+			g--
+		}
+		var size uint64
+		if end != start+1 || p < len(ix.addrs) || ix.derivedEnd > start {
+			size = end - start
+		}
+		for q := g; q < p; q++ {
+			if !yield(ix.symbol(ix.sorted(q), size, true)) {
+				return
+			}
+		}
+		return
+	}
+	// Stored sizes: walk down while some earlier symbol may still reach a.
+	var buf [16]int
+	hits := buf[:0]
+	for q := p - 1; q >= 0 && ix.maxLast[q] >= a; q-- {
+		i := ix.sorted(q)
+		if a-ix.addrs[i] < max(ix.sizes[i], 1) {
+			hits = append(hits, i)
+		}
+	}
+	slices.SortFunc(hits, func(x, y int) int {
+		if c := cmp.Compare(ix.addrs[y], ix.addrs[x]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	})
+	for _, i := range hits {
+		if !yield(ix.symbol(i, ix.sizes[i], false)) {
+			return
+		}
+	}
+}
+
+func (ix *Index) nameOrder() []uint32 {
+	ix.nameOnce.Do(func() {
+		less := func(x, y uint32) int {
+			if c := bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y))); c != 0 {
+				return c
+			}
+			return cmp.Compare(x, y)
+		}
+		if h := ix.hint; len(h) == len(ix.addrs) && validPerm(h, len(ix.addrs)) {
+			// The kernel sorts by (name, address, index); re-sort equal
+			// names by index, which is cheap since runs are short.
+			if slices.IsSortedFunc(h, func(x, y uint32) int {
+				return bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y)))
+			}) {
+				perm := slices.Clone(h)
+				for i := 0; i < len(perm); {
+					j := i + 1
+					for j < len(perm) && bytes.Equal(ix.NameBytes(int(perm[i])), ix.NameBytes(int(perm[j]))) {
+						j++
+					}
+					if j-i > 1 {
+						slices.Sort(perm[i:j])
+					}
+					i = j
+				}
+				ix.byName, ix.hint = perm, nil
+				return
+			}
+		}
+		ix.hint = nil
+		perm := make([]uint32, len(ix.addrs))
+		for i := range perm {
+			perm[i] = uint32(i)
+		}
+		slices.SortFunc(perm, less)
+		ix.byName = perm
+	})
+	return ix.byName
+}
+
+func validPerm(p []uint32, n int) bool {
+	seen := make([]bool, n)
+	for _, v := range p {
+		if int(v) >= n || seen[v] {
+			return false
+		}
+		seen[v] = true
+	}
+	return true
+}
+
+func (ix *Index) findName(name string, yield func(Symbol) bool) {
+	perm := ix.nameOrder()
+	k, _ := slices.BinarySearchFunc(perm, name, func(i uint32, n string) int {
+		return compareBS(ix.NameBytes(int(i)), n)
+	})
+	for ; k < len(perm) && string(ix.NameBytes(int(perm[k]))) == name; k++ {
+		if !yield(ix.Symbol(int(perm[k]))) {
+			return
+		}
+	}
+}
+
+// MemoryBytes returns the bytes the index's arrays occupy (excluding the
+// by-name permutation while it has not been built).
+func (ix *Index) MemoryBytes() int {
+	return 8*cap(ix.addrs) + 4*cap(ix.nameOff) + cap(ix.names) + 8*cap(ix.sizes) +
+		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 4*cap(ix.byName) + 4*cap(ix.hint)
+}
+
+// compareBS compares b with s bytewise without converting either.
+func compareBS(b []byte, s string) int {
+	n := min(len(b), len(s))
+	for i := 0; i < n; i++ {
+		if b[i] != s[i] {
+			return cmp.Compare(b[i], s[i])
+		}
+	}
+	return cmp.Compare(len(b), len(s))
+}

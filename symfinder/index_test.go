@@ -1,0 +1,256 @@
+package symfinder
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func collect(f Finder, q Query) []Symbol {
+	var out []Symbol
+	_ = f.Find(q, func(s Symbol) bool { out = append(out, s); return true })
+	return out
+}
+
+func names(ss []Symbol) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func TestIndexDerived(t *testing.T) {
+	b := NewBuilder("kallsyms", "")
+	b.AddString(0x1000, 'T', "_stext")
+	b.AddString(0x1000, 'T', "startup")
+	b.AddString(0x1010, 't', "foo")
+	b.AddString(0x1040, 'T', "bar")
+	b.AddString(0x1040, 'W', "bar_weak")
+	b.AddString(0x1080, 't', "foo")
+	b.SetDerivedEnd(0x1100)
+	ix, err := b.Build()
+	require.NoError(t, err)
+	require.Equal(t, 6, ix.Len())
+
+	s, ok := ix.Lookup(0x1000)
+	require.True(t, ok)
+	assert.Equal(t, Symbol{Name: "_stext", Addr: 0x1000, Size: 0x10, SizeDerived: true, Kind: 'T'}, s)
+	assert.Equal(t, []string{"_stext", "startup"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x100f})))
+	assert.Equal(t, []string{"bar", "bar_weak"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x107f})))
+	s, _ = ix.Lookup(0x10ff)
+	assert.Equal(t, "foo", s.Name)
+	assert.EqualValues(t, 0x80, s.Size)
+	assert.Equal(t, "foo+0x7f/0x80", s.Format(0x10ff))
+	_, ok = ix.Lookup(0x1100)
+	assert.False(t, ok, "past the derived end")
+	_, ok = ix.Lookup(0xfff)
+	assert.False(t, ok)
+
+	foo := collect(ix, Query{Kind: ByName, Name: "foo"})
+	require.Len(t, foo, 2)
+	assert.EqualValues(t, 0x1010, foo[0].Addr)
+	assert.EqualValues(t, 0x1080, foo[1].Addr)
+	assert.Empty(t, collect(ix, Query{Kind: ByName, Name: "fo"}))
+	assert.Equal(t, []string{"_stext", "startup", "foo", "bar", "bar_weak", "foo"}, names(collect(ix, Query{Kind: All})))
+}
+
+func TestIndexNoEnd(t *testing.T) {
+	b := NewBuilder("x", "")
+	b.AddString(0x10, 'T', "a")
+	b.AddString(0x20, 'T', "b")
+	ix, err := b.Build()
+	require.NoError(t, err)
+	s, ok := ix.Lookup(0x20)
+	require.True(t, ok)
+	assert.EqualValues(t, 0, s.Size)
+	_, ok = ix.Lookup(0x21)
+	assert.False(t, ok)
+}
+
+func TestIndexSizedUnsorted(t *testing.T) {
+	b := NewBuilder("module:xfs", "xfs")
+	b.AddSized(0x3000, 0x100, 't', []byte("outer"))
+	b.AddSized(0x1000, 0x20, 'T', []byte("first"))
+	b.AddSized(0x3010, 0x10, 't', []byte("inner"))
+	b.AddSized(0x2000, 0, 'd', []byte("zero"))
+	b.AddSized(0x3010, 0x20, 't', []byte("inner2"))
+	ix, err := b.Build()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"inner", "inner2", "outer"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x3015})))
+	assert.Equal(t, []string{"inner2", "outer"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x3025})))
+	assert.Equal(t, []string{"outer"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x30ff})))
+	assert.Empty(t, collect(ix, Query{Kind: ByAddr, Addr: 0x3100}))
+	assert.Equal(t, []string{"zero"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x2000})))
+	assert.Empty(t, collect(ix, Query{Kind: ByAddr, Addr: 0x2001}))
+	s, _ := ix.Lookup(0x1004)
+	assert.Equal(t, "first+0x4/0x20 [xfs]", s.Format(0x1004))
+	assert.Equal(t, []string{"outer", "first", "inner", "zero", "inner2"}, names(collect(ix, Query{Kind: All})))
+}
+
+func TestIndexSizedWraps(t *testing.T) {
+	b := NewBuilder("m", "m")
+	b.AddSized(^uint64(0)-1, 16, 't', []byte("top"))
+	ix, err := b.Build()
+	require.NoError(t, err)
+	s, ok := ix.Lookup(^uint64(0))
+	require.True(t, ok)
+	assert.Equal(t, "top", s.Name)
+}
+
+// TestIndexOverlapsShuffled checks address lookups against a brute-force
+// answer for overlapping sized symbols in random order (after drgn's
+// test_symbol.py).
+func TestIndexOverlapsShuffled(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	type sym struct{ addr, size uint64 }
+	var syms []sym
+	for i := 0; i < 300; i++ {
+		syms = append(syms, sym{uint64(r.IntN(4000)), uint64(r.IntN(200))})
+	}
+	b := NewBuilder("m", "m")
+	for i, s := range syms {
+		b.AddSized(s.addr, s.size, 't', fmt.Appendf(nil, "s%d", i))
+	}
+	ix, err := b.Build()
+	require.NoError(t, err)
+	for a := uint64(0); a < 4300; a += 7 {
+		var want []int
+		for i, s := range syms {
+			if a-s.addr < max(s.size, 1) {
+				want = append(want, i)
+			}
+		}
+		slices.SortStableFunc(want, func(x, y int) int {
+			if syms[x].addr != syms[y].addr {
+				if syms[x].addr > syms[y].addr {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+		var wantNames []string
+		for _, i := range want {
+			wantNames = append(wantNames, fmt.Sprintf("s%d", i))
+		}
+		require.Equal(t, wantNames, names(collect(ix, Query{Kind: ByAddr, Addr: a})), "addr %d", a)
+	}
+}
+
+func TestIndexNameOrderHint(t *testing.T) {
+	mk := func(hint []uint32) *Index {
+		b := NewBuilder("k", "")
+		for i, n := range []string{"b", "a", "c", "a"} {
+			b.AddString(uint64(i)*16, 'T', n)
+		}
+		b.SetNameOrder(hint)
+		ix, err := b.Build()
+		require.NoError(t, err)
+		return ix
+	}
+	for name, hint := range map[string][]uint32{
+		"good":       {3, 1, 0, 2},
+		"unsorted":   {0, 1, 2, 3},
+		"duplicates": {1, 1, 0, 2},
+		"short":      {1},
+		"range":      {1, 3, 0, 9},
+		"none":       nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ix := mk(hint)
+			got := collect(ix, Query{Kind: ByName, Name: "a"})
+			require.Len(t, got, 2)
+			assert.EqualValues(t, 16, got[0].Addr)
+			assert.EqualValues(t, 48, got[1].Addr)
+			assert.Len(t, collect(ix, Query{Kind: ByName, Name: "c"}), 1)
+		})
+	}
+}
+
+func TestChain(t *testing.T) {
+	b1 := NewBuilder("vmlinux", "")
+	b1.AddString(0x1000, 'T', "core_fn")
+	b1.SetDerivedEnd(0x2000)
+	vm, _ := b1.Build()
+	b2 := NewBuilder("modules", "xfs")
+	b2.AddSized(0x5000, 0x40, 't', []byte("xfs_fn"))
+	b2.AddSized(0x6000, 0x40, 't', []byte("core_fn"))
+	mod, _ := b2.Build()
+	broken := FinderFunc{FinderName: "broken", Func: func(Query, func(Symbol) bool) error { return fmt.Errorf("tables unreadable") }}
+
+	c, err := NewChain(vm, broken, mod)
+	require.NoError(t, err)
+	require.Error(t, c.Add(vm))
+
+	s, err := c.Lookup(0x5010)
+	require.NoError(t, err)
+	assert.Equal(t, "xfs_fn+0x10/0x40 [xfs]", s.Format(0x5010))
+	s, err = c.LookupName("core_fn")
+	require.NoError(t, err)
+	assert.Equal(t, "", s.Module)
+	all, err := c.Find(Query{Kind: ByName, Name: "core_fn"})
+	require.NoError(t, err)
+	assert.Len(t, all, 2)
+
+	_, err = c.Lookup(0x9000)
+	assert.ErrorIs(t, err, ErrNotFound)
+	var fe *FinderError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "broken", fe.Finder)
+
+	require.NoError(t, c.SetOrder("modules", "vmlinux"))
+	s, _ = c.LookupName("core_fn")
+	assert.Equal(t, "xfs", s.Module)
+	assert.Equal(t, []FinderState{{"modules", true}, {"vmlinux", true}, {"broken", false}}, c.Finders())
+	require.NoError(t, c.SetEnabled("modules", false))
+	s, _ = c.LookupName("core_fn")
+	assert.Equal(t, "", s.Module)
+	assert.ErrorIs(t, c.SetOrder("nope"), ErrNotFound)
+	assert.True(t, c.Remove("broken"))
+	assert.False(t, c.Remove("broken"))
+
+	var n int
+	for s, err := range c.All() {
+		require.NoError(t, err)
+		assert.Equal(t, "core_fn", s.Name)
+		n++
+	}
+	assert.Equal(t, 1, n)
+}
+
+func BenchmarkIndexLookup(b *testing.B) {
+	const n = 200000
+	bl := NewBuilder("k", "")
+	for i := 0; i < n; i++ {
+		bl.Add(0xffffffff81000000+uint64(i)*64, 'T', fmt.Appendf(nil, "function_name_%07d", i*7919%n))
+	}
+	bl.SetDerivedEnd(0xffffffff81000000 + n*64)
+	ix, _ := bl.Build()
+	b.Run("ByAddr", func(b *testing.B) {
+		b.ReportAllocs()
+		r := rand.New(rand.NewPCG(1, 2))
+		for b.Loop() {
+			ix.Lookup(0xffffffff81000000 + uint64(r.IntN(n*64)))
+		}
+	})
+	b.Run("ByName", func(b *testing.B) {
+		b.ReportAllocs()
+		ix.nameOrder()
+		r := rand.New(rand.NewPCG(1, 2))
+		qs := make([]string, 1024)
+		for i := range qs {
+			qs[i] = fmt.Sprintf("function_name_%07d", r.IntN(n))
+		}
+		i := 0
+		for b.Loop() {
+			_ = ix.Find(Query{Kind: ByName, Name: qs[i%1024]}, func(Symbol) bool { return false })
+			i++
+		}
+	})
+	b.ReportMetric(float64(ix.MemoryBytes()-len(ix.names))/n, "index-bytes/sym")
+}
