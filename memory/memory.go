@@ -128,8 +128,14 @@ func CString(r Reader, addr uint64, max int) (string, error) {
 		// Do not cross a 64-byte boundary, so that a read never spans into a
 		// page that may be absent when the string ends before it.
 		n := 64 - int(addr%64)
-		if err := ReadFull(r, chunk[:n], addr); err != nil {
-			return "", err
+		got, err := r.ReadAt(chunk[:n], addr)
+		if got < n && err == nil {
+			err = Fault(addr+uint64(got), "", "short read", ErrNotSaved)
+		}
+		// A string may end just before unreadable memory: use what was
+		// read before giving up.
+		if err != nil {
+			n = got
 		}
 		for i := 0; i < n; i++ {
 			if chunk[i] == 0 {
@@ -139,6 +145,9 @@ func CString(r Reader, addr uint64, max int) (string, error) {
 				}
 				return string(out), nil
 			}
+		}
+		if err != nil {
+			return "", err
 		}
 		out = append(out, chunk[:n]...)
 		addr += uint64(n)
