@@ -141,7 +141,7 @@ func CString(r Reader, addr uint64, max int) (string, error) {
 			if chunk[i] == 0 {
 				out = append(out, chunk[:i]...)
 				if len(out) > max {
-					break
+					return "", Fault(addr, "", fmt.Sprintf("string longer than %d bytes", max), ErrCorrupt)
 				}
 				return string(out), nil
 			}
