@@ -25,9 +25,9 @@ type x86Fixture struct {
 }
 
 const (
-	fxStext    = 0xffffffff97200000
-	fxRootVA   = 0xffffffff98e0a000
-	fxPOB      = 0xffff8e4180000000 // page_offset_base
+	fxStext  = 0xffffffff97200000
+	fxRootVA = 0xffffffff98e0a000
+	fxPOB    = 0xffff8e4180000000 // page_offset_base
 )
 
 var fxPhysBase = uint64(0xfffffffff0800000) // −0xf800000 (a variable: the arithmetic wraps)
