@@ -1,0 +1,159 @@
+package elfcore
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// segMap maps one address space onto the file: disjoint ranges sorted by
+// start address, kept as a struct of arrays so that the binary search
+// touches only starts.
+type segMap struct {
+	f      *File
+	space  string
+	starts []uint64
+	pieces []piece
+}
+
+// piece is the part [start, last] of a segment that wins its range.
+type piece struct {
+	last   uint64 // inclusive, so that a range may end at 2^64
+	base   uint64 // the segment's start address
+	off    int64  // the segment's p_offset
+	filesz uint64
+}
+
+// entry is a segment placed in an address space, before flattening.
+type entry struct {
+	start, last uint64
+	seg         int
+}
+
+func (f *File) buildMaps() {
+	const allOnes32 = 0xffffffff
+	var phys, virt []entry
+	zeroPaddr := 0
+	distinctV := map[uint64]bool{}
+	allVZero, allVEqP := true, true
+	for _, s := range f.segs {
+		if s.Memsz == 0 {
+			continue
+		}
+		if s.Paddr == 0 {
+			zeroPaddr++
+			distinctV[s.Vaddr] = true
+		}
+		if s.Vaddr != 0 {
+			allVZero = false
+		}
+		if s.Vaddr != s.Paddr {
+			allVEqP = false
+		}
+	}
+	// Several segments at physical 0 with different virtual addresses: the
+	// producer did not fill p_paddr (/proc/kcore before v4.11).
+	dropZero := f.kcore || (zeroPaddr > 1 && len(distinctV) > 1)
+	for i, s := range f.segs {
+		if s.Memsz == 0 {
+			continue
+		}
+		if last := s.Paddr + s.Memsz - 1; last >= s.Paddr &&
+			s.Paddr != ^uint64(0) && !(f.class == 1 && s.Paddr == allOnes32) &&
+			!(dropZero && s.Paddr == 0) {
+			phys = append(phys, entry{s.Paddr, last, i})
+		}
+		if last := s.Vaddr + s.Memsz - 1; last >= s.Vaddr && s.Vaddr != ^uint64(0) {
+			virt = append(virt, entry{s.Vaddr, last, i})
+		}
+	}
+	f.phys = f.flatten(phys, "physical")
+	if !allVZero && !allVEqP && len(virt) > 0 {
+		f.virt = f.flatten(virt, "virtual")
+	}
+}
+
+// flatten resolves overlaps (lowest start wins, then program header order)
+// into disjoint pieces.
+func (f *File) flatten(es []entry, space string) *segMap {
+	slices.SortFunc(es, func(a, b entry) int {
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seg, b.seg)
+	})
+	m := &segMap{f: f, space: space}
+	var covered uint64 // last address covered so far
+	any := false
+	for _, e := range es {
+		start := e.start
+		if any {
+			if e.last <= covered {
+				continue // shadowed by earlier segments
+			}
+			if start <= covered {
+				start = covered + 1
+			}
+		}
+		s := f.segs[e.seg]
+		m.starts = append(m.starts, start)
+		m.pieces = append(m.pieces, piece{last: e.last, base: e.start, off: s.Off, filesz: s.Filesz})
+		covered, any = e.last, true
+	}
+	return m
+}
+
+// Physical returns a reader over physical memory (p_paddr). Addresses
+// outside every segment fail with a *memory.FaultError whose Space is
+// "physical" and whose cause is memory.ErrNotSaved; segment data cut off by
+// the end of the file fails with a *memory.FaultError whose cause is a
+// *FormatError naming the file offset (matching memory.ErrCorrupt and
+// io.ErrUnexpectedEOF).
+func (f *File) Physical() memory.Reader { return f.phys }
+
+// Virtual returns a reader over the virtual addresses the producer wrote in
+// p_vaddr, and whether there are any (see the package documentation). Its
+// errors are as for Physical, with Space "virtual".
+func (f *File) Virtual() (memory.Reader, bool) {
+	if f.virt == nil {
+		return nil, false
+	}
+	return f.virt, true
+}
+
+// ReadAt implements memory.Reader.
+func (m *segMap) ReadAt(p []byte, addr uint64) (int, error) {
+	n := 0
+	for n < len(p) {
+		a := addr + uint64(n)
+		if n > 0 && a == 0 {
+			return n, memory.Fault(a, m.space, "read wraps the address space", memory.ErrNotSaved)
+		}
+		i, found := slices.BinarySearch(m.starts, a)
+		if !found {
+			i--
+		}
+		if i < 0 || a > m.pieces[i].last {
+			return n, memory.Fault(a, m.space, "", memory.ErrNotSaved)
+		}
+		pc := &m.pieces[i]
+		want := uint64(len(p) - n)
+		if avail := pc.last - a; avail < want-1 {
+			want = avail + 1
+		}
+		chunk := p[n : n+int(want)]
+		if delta := a - pc.base; delta < pc.filesz {
+			fn := min(want, pc.filesz-delta)
+			got, err := m.f.readFile(chunk[:fn], pc.off+int64(delta))
+			n += got
+			if err != nil {
+				return n, memory.Fault(a+uint64(got), m.space, "", err)
+			}
+			chunk = chunk[fn:]
+		}
+		clear(chunk)
+		n += len(chunk)
+	}
+	return n, nil
+}
