@@ -4,4 +4,10 @@ go 1.26
 
 require github.com/stretchr/testify v1.12.1
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/anchore/go-lzo v0.1.1 // indirect
+	github.com/cilium/ebpf v0.22.0 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.43.0 // indirect
+)

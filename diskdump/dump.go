@@ -1,0 +1,522 @@
+package diskdump
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/safeio"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// part is one file of a dump.
+type part struct {
+	ph       *partHeader
+	r        io.ReaderAt // logical reader (rearranged view for flattened files)
+	size     int64       // logical size
+	bm       *bitmap
+	flat     bool
+	physSize int64
+}
+
+// Dump reads a kdump-compressed dump (one file or a split set). Its methods
+// are safe for concurrent use.
+type Dump struct {
+	hdr     Header
+	parts   []*part
+	closers []io.Closer
+
+	vmcoreinfo, notes, eraseinfo []byte
+
+	mu    sync.Mutex
+	cache pageCache
+	dec   decoders
+	desc  [pageDescSize]byte
+}
+
+// Probe reports whether r starts with a kdump-compressed header ("KDUMP   ",
+// or the old "DISKDUMP", which Open rejects as unsupported), directly or as
+// the first data of a flattened (makedumpfile -F) stream.
+func Probe(r io.ReaderAt) bool {
+	var b [32]byte
+	n, _ := r.ReadAt(b[:], 0)
+	if n >= 8 && (string(b[:8]) == sigKdump || string(b[:8]) == sigDiskdump) {
+		return true
+	}
+	if flat, known := isFlattened(b[:n]); !flat || !known {
+		return false
+	}
+	// The header is the first record every known writer emits; look
+	// there, then fall back to indexing the stream.
+	var rec [flatRecordHeader + 8]byte
+	if n, _ := r.ReadAt(rec[:], flatHeaderSize); n == len(rec) && binary.BigEndian.Uint64(rec[:]) == 0 {
+		s := string(rec[flatRecordHeader:])
+		return s == sigKdump || s == sigDiskdump
+	}
+	size, err := readerSize(r)
+	if err != nil {
+		return false
+	}
+	f, err := newFlatReader(r, size)
+	if err != nil {
+		return false
+	}
+	n, _ = f.ReadAt(b[:8], 0)
+	return n == 8 && (string(b[:8]) == sigKdump || string(b[:8]) == sigDiskdump)
+}
+
+// Open opens a dump: one file, or every file of a split set in any order.
+// The Dump owns the files; Close closes them. Errors: see NewDump, plus
+// those of os.Open.
+func Open(paths ...string) (*Dump, error) {
+	if len(paths) == 0 {
+		return nil, errors.New("diskdump: no files given")
+	}
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	rs := make([]io.ReaderAt, 0, len(paths))
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		files = append(files, f)
+		rs = append(rs, f)
+	}
+	d, err := NewDump(rs...)
+	if err != nil {
+		closeAll()
+		if len(paths) == 1 {
+			return nil, fmt.Errorf("%s: %w", paths[0], err)
+		}
+		return nil, err
+	}
+	for _, f := range files {
+		d.closers = append(d.closers, f)
+	}
+	return d, nil
+}
+
+func readerSize(r io.ReaderAt) (int64, error) {
+	switch v := r.(type) {
+	case interface{ Size() int64 }:
+		return v.Size(), nil
+	case interface{ Stat() (fs.FileInfo, error) }:
+		fi, err := v.Stat()
+		if err != nil {
+			return 0, err
+		}
+		return fi.Size(), nil
+	}
+	return 0, fmt.Errorf("diskdump: cannot tell the size of a %T (needs Size() or Stat()): %w", r, errors.ErrUnsupported)
+}
+
+// NewDump reads a dump from caller-owned readers: one file, or every file
+// of a split set in any order. Each reader needs a Size() int64 or a
+// Stat() method.
+//
+// Errors wrap ErrUnrecognizedFormat (not a kdump-compressed file),
+// errors.ErrUnsupported (old DISKDUMP format, unsized reader), or ErrCorrupt
+// via *FormatError (inconsistent headers, bitmaps, split ranges).
+func NewDump(parts ...io.ReaderAt) (*Dump, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("diskdump: no files given")
+	}
+	if len(parts) > maxParts {
+		return nil, fmt.Errorf("diskdump: %d files in a split set (at most %d)", len(parts), maxParts)
+	}
+	d := &Dump{}
+	for i, r := range parts {
+		p, err := openPart(r)
+		if err != nil {
+			if len(parts) > 1 {
+				err = fmt.Errorf("diskdump: file %d of %d: %w", i+1, len(parts), err)
+			}
+			return nil, err
+		}
+		d.parts = append(d.parts, p)
+	}
+	if err := d.assemble(); err != nil {
+		return nil, err
+	}
+	if err := d.readBlobs(); err != nil {
+		return nil, err
+	}
+	d.cache.init(d.hdr.BlockSize)
+	return d, nil
+}
+
+func openPart(r io.ReaderAt) (*part, error) {
+	size, err := readerSize(r)
+	if err != nil {
+		return nil, err
+	}
+	p := &part{r: r, size: size, physSize: size}
+	var b [32]byte
+	n, err := r.ReadAt(b[:], 0)
+	if n < len(b) && err != nil && err != io.EOF {
+		return nil, fmt.Errorf("diskdump: header: %w", err)
+	}
+	if flat, _ := isFlattened(b[:n]); flat {
+		f, err := newFlatReader(r, size)
+		if err != nil {
+			return nil, err
+		}
+		p.r, p.size, p.flat = f, f.Size(), true
+	}
+	if p.ph, err = parseHeader(p.r, p.size); err != nil {
+		return nil, err
+	}
+	if err := p.loadBitmap(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// loadBitmap reads the part of the 2nd bitmap covering the part's pfn
+// range and checks that its page descriptors fit in the file.
+func (p *part) loadBitmap() error {
+	ph := p.ph
+	start, end := ph.start, ph.end
+	maxBits := uint64(ph.bitmapLen) * 8
+	end = min(end, maxBits)
+	if start >= end {
+		p.bm = newBitmap(nil, 0, 0, 0)
+		return nil
+	}
+	first := start / 64 * 8                // byte offset of the first word
+	last := (end + 63) / 64 * 8            // byte offset after the last word
+	last = min(last, uint64(ph.bitmapLen)) // the bitmap need not be a whole number of words
+	n := last - first
+	// The bitmap region was checked to lie in the logical file; for a
+	// flattened stream that can be mostly holes, so also cap by the bytes
+	// really stored.
+	if n > uint64(p.physSize) {
+		return formatErr(ph.bitmapOff, n, "bitmap larger than the file")
+	}
+	buf, err := safeio.ReadAt(p.r, n, ph.bitmapOff+int64(first))
+	if err != nil {
+		return fmt.Errorf("diskdump: bitmap at %#x: %w", ph.bitmapOff+int64(first), err)
+	}
+	p.bm = newBitmap(buf, first*8, start, end)
+	if !ph.h.Incomplete() {
+		need := p.bm.count
+		if need > uint64(p.size-ph.descOff)/pageDescSize {
+			return formatErr(ph.descOff, need, "%d page descriptors for the pages in the bitmap do not fit in the file", need)
+		}
+	}
+	return nil
+}
+
+// assemble checks that the parts belong to one dump, orders them by pfn
+// and fills in d.hdr.
+func (d *Dump) assemble() error {
+	slices.SortStableFunc(d.parts, func(a, b *part) int {
+		switch {
+		case a.ph.start < b.ph.start:
+			return -1
+		case a.ph.start > b.ph.start:
+			return 1
+		}
+		return 0
+	})
+	p0 := d.parts[0].ph
+	d.hdr = p0.h
+	d.hdr.Split = p0.split
+	for i, p := range d.parts {
+		ph := p.ph
+		if i > 0 {
+			if !ph.split || !p0.split {
+				return fmt.Errorf("diskdump: %d files given but they are not a --split set: %w", len(d.parts), &FormatError{Off: -1, What: "not a split dump"})
+			}
+			h := &ph.h
+			if h.BlockSize != d.hdr.BlockSize || h.MaxMapnr != d.hdr.MaxMapnr || h.ByteOrder != d.hdr.ByteOrder || h.PtrSize != d.hdr.PtrSize {
+				return &FormatError{Off: -1, What: "split files disagree on block size, max_mapnr or byte order"}
+			}
+			if prev := d.parts[i-1].ph; ph.start < prev.end {
+				return formatErr(-1, ph.start, "split files overlap: [%#x, %#x) and [%#x, %#x)", prev.start, prev.end, ph.start, ph.end)
+			}
+		}
+		d.hdr.Flattened = d.hdr.Flattened || p.flat
+		d.hdr.Parts = append(d.hdr.Parts, Part{StartPFN: ph.start, EndPFN: ph.end, Flattened: p.flat, Pages: p.bm.count, Size: p.size})
+	}
+	return nil
+}
+
+// readBlobs reads VMCOREINFO, notes and eraseinfo from the first file.
+func (d *Dump) readBlobs() error {
+	p := d.parts[0]
+	for _, x := range []struct {
+		b   blob
+		dst *[]byte
+	}{{p.ph.vmcoreinfo, &d.vmcoreinfo}, {p.ph.note, &d.notes}, {p.ph.eraseinfo, &d.eraseinfo}} {
+		if x.b.size == 0 {
+			continue
+		}
+		if x.b.size > p.physSize {
+			return formatErr(x.b.off, uint64(x.b.size), "blob larger than the file")
+		}
+		buf, err := safeio.ReadAt(p.r, uint64(x.b.size), x.b.off)
+		if err != nil {
+			return fmt.Errorf("diskdump: blob at %#x: %w", x.b.off, err)
+		}
+		*x.dst = buf
+	}
+	if d.vmcoreinfo == nil && d.notes != nil {
+		d.vmcoreinfo = findNote(d.notes, d.hdr.ByteOrder, "VMCOREINFO")
+	}
+	return nil
+}
+
+// findNote returns the descriptor of the first ELF note named name in
+// blob, or nil.
+func findNote(b []byte, bo binary.ByteOrder, name string) []byte {
+	for len(b) >= 12 {
+		namesz, descsz := uint64(bo.Uint32(b[0:])), uint64(bo.Uint32(b[4:]))
+		b = b[12:]
+		na, da := (namesz+3)&^3, (descsz+3)&^3
+		if na > uint64(len(b)) || descsz > uint64(len(b))-na {
+			return nil
+		}
+		nm := b[:namesz]
+		if len(nm) > 0 && nm[len(nm)-1] == 0 {
+			nm = nm[:len(nm)-1]
+		}
+		if string(nm) == name {
+			return slices.Clip(b[na : na+descsz])
+		}
+		if da > uint64(len(b))-na {
+			return nil
+		}
+		b = b[na+da:]
+	}
+	return nil
+}
+
+// Header returns the dump's header. The Parts slice is shared; do not
+// modify it.
+func (d *Dump) Header() Header { return d.hdr }
+
+// PageSize returns the dump's page (block) size in bytes.
+func (d *Dump) PageSize() int { return d.hdr.BlockSize }
+
+// VMCOREINFO returns the raw VMCOREINFO text from the sub-header, or from
+// the VMCOREINFO ELF note when the sub-header has no separate copy; nil if
+// the dump has none.
+func (d *Dump) VMCOREINFO() []byte { return d.vmcoreinfo }
+
+// Notes returns the raw ELF note blob (header_version 4 and later), nil if
+// none.
+func (d *Dump) Notes() []byte { return d.notes }
+
+// EraseInfo returns makedumpfile's eraseinfo text (header_version 5 and
+// later), nil if none.
+func (d *Dump) EraseInfo() []byte { return d.eraseinfo }
+
+// Close closes the files Open opened. It does nothing for NewDump.
+func (d *Dump) Close() error {
+	var errs []error
+	for _, c := range d.closers {
+		errs = append(errs, c.Close())
+	}
+	d.closers = nil
+	return errors.Join(errs...)
+}
+
+// SavedPFNs yields every page frame number saved in the dump, in
+// increasing order.
+func (d *Dump) SavedPFNs() iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		for _, p := range d.parts {
+			for pfn := range p.bm.all() {
+				if !yield(pfn + d.hdr.PFNOffset) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// partFor returns the part holding dump pfn (after PFNOffset), or nil.
+func (d *Dump) partFor(pfn uint64) *part {
+	if len(d.parts) == 1 {
+		return d.parts[0]
+	}
+	i, found := slices.BinarySearchFunc(d.parts, pfn, func(p *part, t uint64) int {
+		switch {
+		case p.ph.end <= t:
+			return -1
+		case p.ph.start > t:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		return nil
+	}
+	return d.parts[i]
+}
+
+// notSaved is returned inside a FaultError for absent pages.
+var errExcluded = fmt.Errorf("excluded: %w", memory.ErrNotSaved)
+
+// ReadAt reads physical memory at paddr into p; reads may span pages. It
+// implements memory.Reader. A page that is not in the dump (excluded,
+// beyond max_mapnr, in another split file not given, or lost in an
+// incomplete dump) fails with a *memory.FaultError for the first missing
+// address whose cause is memory.ErrNotSaved; a page that cannot be decoded
+// fails with a *memory.FaultError whose cause is a *FormatError (ErrCorrupt)
+// naming the pfn and file offset, or an I/O error.
+func (d *Dump) ReadAt(p []byte, paddr uint64) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	bs := uint64(d.hdr.BlockSize)
+	n := 0
+	for n < len(p) {
+		a := paddr + uint64(n)
+		if a < paddr {
+			return n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
+		}
+		pg, err := d.page(a >> d.parts[0].ph.shift)
+		if err != nil {
+			return n, &memory.FaultError{Addr: a, Space: "physical", Err: err}
+		}
+		n += copy(p[n:], pg[a&(bs-1):])
+	}
+	return n, nil
+}
+
+// RawPage returns the page descriptor flags and the bytes stored for the
+// page at physical page frame number pfn, uncompressed or not as stored.
+// Absent pages fail with an error wrapping memory.ErrNotSaved; bad
+// descriptors with a *FormatError.
+func (d *Dump) RawPage(pfn uint64) (flags uint32, data []byte, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pd, p, err := d.descriptor(pfn)
+	if err != nil {
+		return 0, nil, err
+	}
+	data = make([]byte, pd.size)
+	if _, err := p.r.ReadAt(data, pd.off); err != nil {
+		return 0, nil, dataErr(pfn, pd, err)
+	}
+	return pd.flags, data, nil
+}
+
+type pageDesc struct {
+	off   int64
+	size  int64
+	flags uint32
+}
+
+// descriptor finds and checks the page descriptor of physical pfn. The
+// caller holds d.mu.
+func (d *Dump) descriptor(ppfn uint64) (pageDesc, *part, error) {
+	if ppfn < d.hdr.PFNOffset {
+		return pageDesc{}, nil, fmt.Errorf("pfn %#x below the first pfn of the dump: %w", ppfn, errExcluded)
+	}
+	pfn := ppfn - d.hdr.PFNOffset
+	p := d.partFor(pfn)
+	if p == nil || pfn >= d.hdr.MaxMapnr {
+		return pageDesc{}, nil, fmt.Errorf("pfn %#x not in any dump file: %w", ppfn, errExcluded)
+	}
+	idx, ok := p.bm.rank(pfn)
+	if !ok {
+		return pageDesc{}, nil, errExcluded
+	}
+	incomplete := p.ph.h.Incomplete()
+	doff := p.ph.descOff + int64(idx)*pageDescSize
+	if _, err := p.r.ReadAt(d.desc[:], doff); err != nil {
+		if err == io.EOF && incomplete {
+			return pageDesc{}, nil, fmt.Errorf("pfn %#x: descriptor lost, dump incomplete: %w", ppfn, memory.ErrNotSaved)
+		}
+		if err == io.EOF {
+			return pageDesc{}, nil, formatErr(doff, ppfn, "page descriptor for pfn %#x beyond end of file", ppfn)
+		}
+		return pageDesc{}, nil, fmt.Errorf("diskdump: page descriptor for pfn %#x at %#x: %w", ppfn, doff, err)
+	}
+	bo := p.ph.h.ByteOrder
+	pd := pageDesc{
+		off:   int64(bo.Uint64(d.desc[0:])),
+		size:  int64(bo.Uint32(d.desc[8:])),
+		flags: bo.Uint32(d.desc[12:]),
+	}
+	if pd.off <= 0 || pd.off > p.size || pd.size > p.size-pd.off {
+		if incomplete {
+			return pageDesc{}, nil, fmt.Errorf("pfn %#x: page lost, dump incomplete: %w", ppfn, memory.ErrNotSaved)
+		}
+		return pageDesc{}, nil, formatErr(doff, uint64(pd.off), "page descriptor for pfn %#x: data offset outside the file", ppfn)
+	}
+	if pd.size == 0 || pd.size > int64(d.hdr.BlockSize) {
+		return pageDesc{}, nil, formatErr(doff+8, uint64(pd.size), "page descriptor for pfn %#x: bad size", ppfn)
+	}
+	return pd, p, nil
+}
+
+// page returns the decompressed page for physical pfn, from the cache or
+// the file. The caller holds d.mu; the slice is valid until the next call.
+func (d *Dump) page(pfn uint64) ([]byte, error) {
+	if buf, ok := d.cache.get(pfn); ok {
+		return buf, nil
+	}
+	pd, p, err := d.descriptor(pfn)
+	if err != nil {
+		return nil, err
+	}
+	dst := d.cache.slot(pfn)
+	if err := d.dec.load(dst, p.r, pd, pfn); err != nil {
+		d.cache.drop(pfn)
+		return nil, err
+	}
+	return dst, nil
+}
+
+// Compressions counts the page descriptors of every saved page by codec:
+// "raw", "zlib", "lzo", "snappy", "zstd", "unknown", and "lost" for pages
+// an incomplete dump never wrote. It reads the whole descriptor table, so
+// it costs I/O proportional to the number of saved pages. Descriptors that
+// cannot be read (an I/O error) are counted as "unreadable".
+func (d *Dump) Compressions() map[string]int {
+	out := map[string]int{}
+	buf := make([]byte, 4096*pageDescSize)
+	for _, p := range d.parts {
+		bo := p.ph.h.ByteOrder
+		left := p.bm.count
+		off := p.ph.descOff
+		for left > 0 {
+			k := min(left, uint64(len(buf)/pageDescSize))
+			b := buf[:k*pageDescSize]
+			n, err := p.r.ReadAt(b, off)
+			lost := "lost"
+			if err != nil && !(err == io.EOF && p.ph.h.Incomplete()) {
+				lost = "unreadable"
+			}
+			for i := 0; i+pageDescSize <= n; i += pageDescSize {
+				if o, n := int64(bo.Uint64(b[i:])), int64(bo.Uint32(b[i+8:])); o <= 0 || o > p.size || n > p.size-o {
+					out["lost"]++
+					continue
+				}
+				out[codecName(bo.Uint32(b[i+12:]))]++
+			}
+			if n < len(b) {
+				out[lost] += int(left) - n/pageDescSize
+				break
+			}
+			left -= k
+			off += int64(len(b))
+		}
+	}
+	return out
+}
