@@ -1,0 +1,3 @@
+module github.com/kdumpsyms/kdumpsyms/testdata/vmcores
+
+go 1.26

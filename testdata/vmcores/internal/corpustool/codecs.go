@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+)
+
+// Page descriptor flags of the kdump-compressed format.
+var codecNames = []struct {
+	flag uint32
+	name string
+}{{1, "zlib"}, {2, "lzo"}, {4, "snappy"}, {0x20, "zstd"}}
+
+// DumpInfo describes one corpus file.
+type DumpInfo struct {
+	Format        string         `json:"format"` // "elf" or "kdump"
+	Flattened     bool           `json:"flattened,omitempty"`
+	HeaderVersion int32          `json:"header_version,omitempty"`
+	Status        uint32         `json:"status,omitempty"`
+	BlockSize     int32          `json:"block_size,omitempty"`
+	DumpLevel     int32          `json:"dump_level,omitempty"`
+	Split         int32          `json:"split,omitempty"`
+	StartPFN      uint64         `json:"start_pfn,omitempty"`
+	EndPFN        uint64         `json:"end_pfn,omitempty"`
+	MaxMapnr      uint64         `json:"max_mapnr,omitempty"`
+	Pages         uint64         `json:"pages,omitempty"` // page descriptors (kdump) or bytes/4096 in PT_LOADs (elf)
+	Codecs        map[string]int `json:"codecs,omitempty"`
+	PTLoads       int            `json:"pt_loads,omitempty"`
+	PTLoadFileSz  uint64         `json:"pt_load_filesz,omitempty"`
+	PTLoadMemSz   uint64         `json:"pt_load_memsz,omitempty"`
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func fileCodecs(path string) (*DumpInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	magic := make([]byte, 16)
+	if _, err := f.ReadAt(magic, 0); err != nil {
+		return nil, err
+	}
+	switch {
+	case bytes.HasPrefix(magic, []byte("\x7fELF")):
+		e, err := readELF(f)
+		if err != nil {
+			return nil, err
+		}
+		info := &DumpInfo{Format: "elf"}
+		for _, p := range e.phdrs {
+			if p.typ == 1 {
+				info.PTLoads++
+				info.PTLoadFileSz += p.filesz
+				info.PTLoadMemSz += p.memsz
+			}
+		}
+		info.Pages = info.PTLoadFileSz / 4096
+		return info, nil
+	case bytes.HasPrefix(magic, []byte("KDUMP   ")):
+		return kdumpInfo(f)
+	case bytes.Equal(magic, []byte("makedumpfile\x00\x00\x00\x00")):
+		data, err := unflatten(f)
+		if err != nil {
+			return nil, err
+		}
+		info, err := kdumpInfo(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
+		}
+		info.Flattened = true
+		return info, nil
+	}
+	return nil, fmt.Errorf("%s: unknown format", path)
+}
+
+// unflatten replays the records of a flattened (makedumpfile -F) stream.
+func unflatten(r io.ReaderAt) ([]byte, error) {
+	var out []byte
+	off := int64(4096)
+	rec := make([]byte, 16)
+	for {
+		if _, err := r.ReadAt(rec, off); err != nil {
+			return nil, fmt.Errorf("flattened record at %d: %w", off, err)
+		}
+		to, size := int64(binary.BigEndian.Uint64(rec)), int64(binary.BigEndian.Uint64(rec[8:]))
+		if to == -1 && size == -1 {
+			return out, nil
+		}
+		if to < 0 || size < 0 || size > 1<<30 || to+size > 1<<36 {
+			return nil, fmt.Errorf("bad flattened record at %d", off)
+		}
+		if int64(len(out)) < to+size {
+			out = append(out, make([]byte, to+size-int64(len(out)))...)
+		}
+		if _, err := r.ReadAt(out[to:to+size], off+16); err != nil {
+			return nil, err
+		}
+		off += 16 + size
+	}
+}
+
+func kdumpInfo(r io.ReaderAt) (*DumpInfo, error) {
+	h := make([]byte, 464)
+	if _, err := r.ReadAt(h, 0); err != nil {
+		return nil, err
+	}
+	info := &DumpInfo{
+		Format:        "kdump",
+		HeaderVersion: int32(le.Uint32(h[8:])),
+		Status:        le.Uint32(h[424:]),
+		BlockSize:     int32(le.Uint32(h[428:])),
+		MaxMapnr:      uint64(le.Uint32(h[440:])),
+		Codecs:        map[string]int{},
+	}
+	bs := int64(info.BlockSize)
+	if bs < 512 || bs > 1<<20 || bs&(bs-1) != 0 {
+		return nil, fmt.Errorf("bad block size %d", bs)
+	}
+	subBlocks := int64(le.Uint32(h[432:]))
+	bmBlocks := int64(le.Uint32(h[436:]))
+	sub := make([]byte, 104)
+	if _, err := r.ReadAt(sub, bs); err != nil {
+		return nil, err
+	}
+	info.DumpLevel = int32(le.Uint32(sub[8:]))
+	if info.HeaderVersion >= 6 {
+		info.MaxMapnr = le.Uint64(sub[96:])
+	}
+	info.StartPFN, info.EndPFN = 0, info.MaxMapnr
+	if info.HeaderVersion >= 2 {
+		info.Split = int32(le.Uint32(sub[12:]))
+	}
+	if info.Split != 0 && info.HeaderVersion >= 6 {
+		info.StartPFN, info.EndPFN = le.Uint64(sub[80:]), le.Uint64(sub[88:])
+	}
+	if info.EndPFN > uint64(bmBlocks*bs*8) {
+		return nil, fmt.Errorf("pfn range beyond bitmap")
+	}
+	bm := make([]byte, bmBlocks*bs/2)
+	if _, err := r.ReadAt(bm, (1+subBlocks)*bs+int64(len(bm))); err != nil {
+		return nil, fmt.Errorf("2nd bitmap: %w", err)
+	}
+	var n uint64
+	for pfn := info.StartPFN; pfn < info.EndPFN; {
+		if pfn%64 == 0 && pfn+64 <= info.EndPFN {
+			n += uint64(bits.OnesCount64(le.Uint64(bm[pfn/8:])))
+			pfn += 64
+			continue
+		}
+		if bm[pfn/8]&(1<<(pfn%8)) != 0 {
+			n++
+		}
+		pfn++
+	}
+	info.Pages = n
+	descs := make([]byte, 24*n)
+	if _, err := r.ReadAt(descs, (1+subBlocks+bmBlocks)*bs); err != nil {
+		return nil, fmt.Errorf("page descriptors: %w", err)
+	}
+	for i := uint64(0); i < n; i++ {
+		flags := le.Uint32(descs[24*i+12:])
+		name := fmt.Sprintf("flags_%#x", flags)
+		if flags == 0 {
+			name = "raw"
+		}
+		for _, c := range codecNames {
+			if flags == c.flag {
+				name = c.name
+			}
+		}
+		info.Codecs[name]++
+	}
+	return info, nil
+}

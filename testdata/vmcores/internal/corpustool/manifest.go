@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Manifest is testdata/vmcores/manifest.json.
+type Manifest struct {
+	Comment string   `json:"comment"`
+	Guests  []*Guest `json:"guests"`
+}
+
+// Guest is one booted kernel, its ground truth and its dumps.
+type Guest struct {
+	Name           string   `json:"name"`
+	KernelPackage  string   `json:"kernel_package"`
+	KernelVersion  string   `json:"kernel_version"`
+	Uname          string   `json:"uname"`
+	KernelCmdline  string   `json:"kernel_cmdline"`
+	QEMUVersion    string   `json:"qemu_version"`
+	QEMUCommand    string   `json:"qemu_command"`
+	QEMUDumps      []string `json:"qemu_dump_commands"`
+	MakedumpfileV  string   `json:"makedumpfile_version"`
+	MakedumpfileCs []string `json:"makedumpfile_commands"`
+	LoadedModules  []string `json:"insmod_order"`
+	Truth          Truth    `json:"ground_truth"`
+	Files          []*File  `json:"files"`
+}
+
+// Truth counts the lines of the captured /proc/kallsyms and /proc/modules.
+type Truth struct {
+	KallsymsLines int            `json:"kallsyms_lines"`
+	Vmlinux       int            `json:"vmlinux"`
+	Modules       int            `json:"modules"` // lines with a real [module]
+	BPF           int            `json:"bpf"`
+	Other         int            `json:"other"` // [__builtin__*] and other pseudo-modules
+	OtherByName   map[string]int `json:"other_by_name,omitempty"`
+	ProcModules   int            `json:"proc_modules"`
+}
+
+// File is one cached dump.
+type File struct {
+	Name   string    `json:"name"`
+	Size   int64     `json:"size"`
+	SHA256 string    `json:"sha256"`
+	Info   *DumpInfo `json:"info"`
+}
+
+func manifest(dir, cache string) error {
+	m := &Manifest{Comment: "written by testdata/vmcores/generate; files live in $KDUMP_SYMS_CORPUS or testdata/vmcores/.cache/<guest>/"}
+	var sums bytes.Buffer
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		gd := filepath.Join(dir, e.Name())
+		if !e.IsDir() || !exists(filepath.Join(gd, "kallsyms.xz")) {
+			continue
+		}
+		g, err := guest(e.Name(), gd, filepath.Join(cache, e.Name()))
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		for _, f := range g.Files {
+			fmt.Fprintf(&sums, "%s  %s/%s\n", f.SHA256, g.Name, f.Name)
+		}
+		m.Guests = append(m.Guests, g)
+	}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), append(out, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), sums.Bytes(), 0o644)
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func readTrim(p string) string {
+	b, _ := os.ReadFile(p)
+	return strings.TrimSpace(string(b))
+}
+
+func readLines(p string) []string {
+	s := readTrim(p)
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func guest(name, gd, cd string) (*Guest, error) {
+	pkg := strings.Fields(readTrim(filepath.Join(gd, "kernel.pkg")))
+	if len(pkg) != 2 {
+		return nil, fmt.Errorf("bad kernel.pkg")
+	}
+	g := &Guest{
+		Name: name, KernelPackage: pkg[0], KernelVersion: pkg[1],
+		Uname:          readTrim(filepath.Join(gd, "uname")),
+		KernelCmdline:  readTrim(filepath.Join(gd, "cmdline")),
+		QEMUVersion:    readTrim(filepath.Join(cd, "qemu.version")),
+		QEMUCommand:    strings.ReplaceAll(readTrim(filepath.Join(cd, "qemu.cmdline")), cd+"/", ""),
+		QEMUDumps:      readLines(filepath.Join(cd, "qemu.dumpcmds")),
+		MakedumpfileV:  readTrim(filepath.Join(cd, "mdf.version")),
+		MakedumpfileCs: readLines(filepath.Join(cd, "mdf.cmds")),
+		LoadedModules:  readLines(filepath.Join(cd, "modules.load")),
+	}
+	t, err := truth(gd)
+	if err != nil {
+		return nil, err
+	}
+	g.Truth = *t
+	ents, err := os.ReadDir(cd)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || !(strings.HasPrefix(n, "qemu.") || strings.HasPrefix(n, "qemu-fixed.") || strings.HasPrefix(n, "mdf-")) {
+			continue
+		}
+		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".tmp") || !isDump(filepath.Join(cd, n)) {
+			continue
+		}
+		f, err := file(filepath.Join(cd, n))
+		if err != nil {
+			return nil, err
+		}
+		g.Files = append(g.Files, f)
+	}
+	sort.Slice(g.Files, func(i, j int) bool { return g.Files[i].Name < g.Files[j].Name })
+	return g, nil
+}
+
+func isDump(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 16)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return false
+	}
+	return bytes.HasPrefix(b, []byte("\x7fELF")) || bytes.HasPrefix(b, []byte("KDUMP   ")) || bytes.HasPrefix(b, []byte("makedumpfile\x00"))
+}
+
+func file(p string) (*File, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return nil, err
+	}
+	info, err := fileCodecs(p)
+	if err != nil {
+		return nil, err
+	}
+	return &File{Name: filepath.Base(p), Size: n, SHA256: hex.EncodeToString(h.Sum(nil)), Info: info}, nil
+}
+
+// truth counts the ground truth. A kallsyms line is "addr type name" for
+// vmlinux or "addr type name\t[module]"; [bpf] and [__builtin__*] are
+// pseudo-modules.
+func truth(gd string) (*Truth, error) {
+	out, err := exec.Command("xz", "-dc", filepath.Join(gd, "kallsyms.xz")).Output()
+	if err != nil {
+		return nil, fmt.Errorf("xz -dc kallsyms.xz: %w", err)
+	}
+	t := &Truth{OtherByName: map[string]int{}}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		t.KallsymsLines++
+		i := strings.IndexByte(line, '[')
+		if i < 0 {
+			t.Vmlinux++
+			continue
+		}
+		mod := strings.TrimSuffix(line[i+1:], "]")
+		switch {
+		case mod == "bpf":
+			t.BPF++
+		case strings.HasPrefix(mod, "__builtin__"):
+			t.Other++
+			t.OtherByName[mod]++
+		default:
+			t.Modules++
+		}
+	}
+	t.ProcModules = len(readLines(filepath.Join(gd, "modules")))
+	return t, sc.Err()
+}
