@@ -1,0 +1,207 @@
+package testutil
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseKallsyms(t *testing.T) {
+	in := "ffffffff81000000 T _text\n" +
+		"ffffffffc0a01000 t xfs_foo\t[xfs]\n" +
+		"ffffffffc02e7668 t bpf_prog_57cd311f2e27366b_kds_alpha\t[bpf]\n" +
+		"ffffffffc0558000 t kprobe_insn_page\t[__builtin__kprobes]\n" +
+		"0000000000000000 A fixed_percpu_data\n"
+	e, err := ParseKallsyms(strings.NewReader(in))
+	require.NoError(t, err)
+	require.Len(t, e, 5)
+	assert.Equal(t, KallsymsEntry{Addr: 0xffffffff81000000, Type: 'T', Name: "_text", Kind: SymVmlinux}, e[0])
+	assert.Equal(t, KallsymsEntry{Addr: 0xffffffffc0a01000, Type: 't', Name: "xfs_foo", Module: "xfs", Kind: SymModule}, e[1])
+	assert.Equal(t, SymBPF, e[2].Kind)
+	assert.Equal(t, "__builtin__kprobes", e[3].Module)
+	assert.Equal(t, SymPseudo, e[3].Kind)
+	assert.Equal(t, uint64(0), e[4].Addr)
+
+	for _, bad := range []string{"xyz T a\n", "ffff T\n", "ffff T a\t[x\n", "ffff TT a\n"} {
+		_, err := ParseKallsyms(strings.NewReader(bad))
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestParseProcModules(t *testing.T) {
+	in := "ext4 991232 0 - Live 0xffffffffc09b3000\n" +
+		"crc16 16384 1 ext4, Live 0xffffffffc099f000\n" +
+		"libcrc32c 12288 2 btrfs,xfs, Live 0xffffffffc0400000 (E)\n"
+	m, err := ParseProcModules(strings.NewReader(in))
+	require.NoError(t, err)
+	require.Len(t, m, 3)
+	assert.Equal(t, ProcModule{Name: "ext4", Size: 991232, Refcount: 0, State: "Live", Addr: 0xffffffffc09b3000}, m[0])
+	assert.Equal(t, []string{"ext4"}, m[1].Deps)
+	assert.Equal(t, []string{"btrfs", "xfs"}, m[2].Deps)
+	assert.Equal(t, "E", m[2].Taints)
+
+	_, err = ParseProcModules(strings.NewReader("ext4 x 0 - Live 0x0\n"))
+	assert.Error(t, err)
+}
+
+func TestRepoRoot(t *testing.T) {
+	root := RepoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	assert.Equal(t, RootModule, modulePath(b))
+	// The nested corpus module must not be mistaken for the root.
+	b, err = os.ReadFile(filepath.Join(CorpusDir(t), "go.mod"))
+	require.NoError(t, err)
+	assert.Equal(t, RootModule+"/testdata/vmcores", modulePath(b))
+}
+
+// TestCorpusGroundTruth checks the committed ground truth against itself
+// and against manifest.json. It needs no dumps.
+func TestCorpusGroundTruth(t *testing.T) {
+	for _, g := range Corpus(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			mt := g.Manifest.Truth
+			entries := g.Kallsyms(t)
+			var got ManifestTruth
+			got.KallsymsLines = len(entries)
+			got.OtherByName = map[string]int{}
+			modSyms := map[string]int{}
+			for _, e := range entries {
+				switch e.Kind {
+				case SymVmlinux:
+					got.Vmlinux++
+				case SymModule:
+					got.Modules++
+					modSyms[e.Module]++
+				case SymBPF:
+					got.BPF++
+				case SymPseudo:
+					got.Other++
+					got.OtherByName[e.Module]++
+				}
+			}
+			mods := g.Modules(t)
+			got.ProcModules = len(mods)
+			if len(mt.OtherByName) == 0 {
+				mt.OtherByName = map[string]int{}
+			}
+			assert.Equal(t, mt, got, "ground-truth counts differ from manifest.json")
+			assert.Positive(t, got.Vmlinux)
+			assert.Positive(t, got.Modules)
+
+			// KASLR is on, so kallsyms addresses are real (kptr_restrict=0) and
+			// every loaded module has symbols.
+			text := -1
+			for i, e := range entries {
+				if e.Name == "_text" && e.Kind == SymVmlinux {
+					text = i
+				}
+			}
+			require.GreaterOrEqual(t, text, 0, "no _text")
+			assert.NotZero(t, entries[text].Addr, "addresses hidden (kptr_restrict?)")
+			assert.NotEqual(t, uint64(0xffffffff81000000), entries[text].Addr, "KASLR should be active")
+			for _, m := range mods {
+				assert.Positive(t, modSyms[m.Name], "no kallsyms lines for module %s", m.Name)
+				assert.Equal(t, "Live", m.State)
+				assert.NotZero(t, m.Addr)
+			}
+			assert.Len(t, modSyms, len(mods), "kallsyms modules vs /proc/modules")
+
+			uname := g.Uname(t)
+			assert.Equal(t, g.Manifest.Uname, uname)
+			vi := string(g.VMCOREINFO(t))
+			assert.Contains(t, vi, "OSRELEASE="+uname+"\n")
+			assert.Contains(t, vi, "KERNELOFFSET=")
+			assert.NotContains(t, vi, "KERNELOFFSET=0\n", "KASLR should be active")
+			addr, size := g.VMCOREINFOSys(t)
+			assert.NotZero(t, addr)
+			assert.GreaterOrEqual(t, size, uint64(len(vi)))
+		})
+	}
+}
+
+// TestCorpusCachedDumps checks cached dumps, when present, against the
+// manifest and SHA256SUMS: sizes always, hashes with KDUMP_SYMS_VERIFY_CACHE=1.
+func TestCorpusCachedDumps(t *testing.T) {
+	sums := ReadSHA256SUMS(t)
+	verify := os.Getenv(VerifyCacheEnv) == "1"
+	listed := map[string]bool{}
+	present := 0
+	for _, g := range Corpus(t) {
+		names := map[string]bool{}
+		for _, f := range g.Manifest.Files {
+			key := g.Name + "/" + f.Name
+			listed[key] = true
+			names[f.Name] = true
+			assert.Equal(t, f.SHA256, sums[key], "manifest vs SHA256SUMS for %s", key)
+			p := filepath.Join(g.CacheDir, f.Name)
+			st, err := os.Stat(p)
+			if err != nil {
+				continue
+			}
+			present++
+			assert.Equal(t, f.Size, st.Size(), "size of %s", p)
+			if verify {
+				assert.Equal(t, f.SHA256, sha256File(t, p), "sha256 of %s", p)
+			}
+		}
+		// Every kdump file's codec matches its name.
+		for _, f := range g.Manifest.Files {
+			want := map[string]string{"zlib": "zlib", "lzo": "lzo", "snappy": "snappy", "zstd": "zstd"}
+			for key, codec := range want {
+				if f.Info.Format == "kdump" && strings.Contains(f.Name, "-"+key) {
+					assert.Positive(t, f.Info.Codecs[codec], "%s/%s has no %s pages", g.Name, f.Name, codec)
+				}
+			}
+		}
+		// Every format known to testutil that the manifest lists is one of ours.
+		for _, df := range AllDumpFormats {
+			for _, n := range df.Files() {
+				if names[n] {
+					delete(names, n)
+				}
+			}
+		}
+		assert.Empty(t, sortedKeys(names), "manifest files unknown to testutil.AllDumpFormats")
+	}
+	for key := range sums {
+		assert.True(t, listed[key], "SHA256SUMS lists %s, the manifest does not", key)
+	}
+	if present == 0 {
+		t.Skipf("no cached dumps in %s: %s", CorpusCacheDir(t), generateHint)
+	}
+	if !verify {
+		t.Logf("%d cached dumps match their sizes; set %s=1 to hash them", present, VerifyCacheEnv)
+	}
+}
+
+func TestRequireDumpSkips(t *testing.T) {
+	g := &CorpusGuest{Name: "none", CacheDir: filepath.Join(t.TempDir(), "none")}
+	_, ok := g.DumpPaths(DumpSplit)
+	assert.False(t, ok)
+	assert.Empty(t, g.AvailableDumps())
+	ran := false
+	t.Run("skip", func(t *testing.T) {
+		defer func() { ran = t.Skipped() }()
+		g.RequireDump(t, DumpZlib)
+		t.Fatal("RequireDump did not skip")
+	})
+	assert.True(t, ran)
+}
+
+func sha256File(t *testing.T, p string) string {
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	require.NoError(t, err)
+	return hex.EncodeToString(h.Sum(nil))
+}
