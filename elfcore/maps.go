@@ -157,3 +157,17 @@ func (m *segMap) ReadAt(p []byte, addr uint64) (int, error) {
 	}
 	return n, nil
 }
+
+// Range is an inclusive range of addresses [Start, Last].
+type Range struct{ Start, Last uint64 }
+
+// PhysicalRanges returns the disjoint physical ranges Physical can read,
+// in ascending order (zero-filled tails included), for callers that walk
+// saved memory, such as a scan for the VMCOREINFO note.
+func (f *File) PhysicalRanges() []Range {
+	out := make([]Range, len(f.phys.starts))
+	for i, s := range f.phys.starts {
+		out[i] = Range{s, f.phys.pieces[i].last}
+	}
+	return out
+}

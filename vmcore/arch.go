@@ -1,0 +1,147 @@
+package vmcore
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// Arch is a kernel architecture.
+type Arch struct {
+	// Name is the kernel's name: "x86_64", "i386", "arm64", "arm",
+	// "s390x", "ppc64le", "ppc64", "riscv64", ...; "" when unknown.
+	Name      string
+	ByteOrder binary.ByteOrder // nil when unknown
+	PtrSize   int              // 0 when unknown
+	// Source says where Name came from: "elf", "kdump-header" or
+	// "vmcoreinfo".
+	Source string
+}
+
+// archInfo is what we know of each architecture by name.
+var archInfo = map[string]struct {
+	bo      binary.ByteOrder
+	ptr     int
+	machine elf.Machine
+	page    int // the only page size, or 0 if configurable
+}{
+	"x86_64":  {binary.LittleEndian, 8, elf.EM_X86_64, 4096},
+	"i386":    {binary.LittleEndian, 4, elf.EM_386, 4096},
+	"arm64":   {binary.LittleEndian, 8, elf.EM_AARCH64, 0},
+	"arm":     {binary.LittleEndian, 4, elf.EM_ARM, 4096},
+	"s390x":   {binary.BigEndian, 8, elf.EM_S390, 4096},
+	"ppc64le": {binary.LittleEndian, 8, elf.EM_PPC64, 0},
+	"ppc64":   {binary.BigEndian, 8, elf.EM_PPC64, 0},
+	"riscv64": {binary.LittleEndian, 8, elf.EM_RISCV, 0},
+}
+
+// archFromELF names the architecture of e_machine in a file of byte order
+// bo and class c. The class is only the container's: QEMU writes i386
+// guests as ELF64, so EM_386 always means 4-byte pointers.
+func archFromELF(m elf.Machine, bo binary.ByteOrder, c elf.Class) Arch {
+	a := Arch{ByteOrder: bo, Source: "elf"}
+	switch m {
+	case elf.EM_X86_64:
+		a.Name = "x86_64"
+	case elf.EM_386:
+		a.Name = "i386"
+	case elf.EM_AARCH64:
+		a.Name = "arm64"
+	case elf.EM_ARM:
+		a.Name = "arm"
+	case elf.EM_S390:
+		a.Name = "s390x"
+		if c == elf.ELFCLASS32 {
+			a.Name, a.PtrSize = "s390", 4
+		}
+	case elf.EM_PPC64:
+		a.Name = "ppc64"
+		if bo == binary.ByteOrder(binary.LittleEndian) {
+			a.Name = "ppc64le"
+		}
+	case elf.EM_RISCV:
+		a.Name = "riscv64"
+		if c == elf.ELFCLASS32 {
+			a.Name, a.PtrSize = "riscv32", 4
+		}
+	default:
+		a.Name = strings.ToLower(strings.TrimPrefix(m.String(), "EM_"))
+		a.PtrSize = 8
+		if c == elf.ELFCLASS32 {
+			a.PtrSize = 4
+		}
+		return a
+	}
+	if a.PtrSize == 0 {
+		a.PtrSize = archInfo[a.Name].ptr
+	}
+	return a
+}
+
+// archFromUname names the architecture of a utsname machine string as the
+// kdump header records it (uname -m of the crashed kernel, or QEMU's
+// target name).
+func archFromUname(m string) Arch {
+	m = strings.TrimRight(m, "\x00 ")
+	var name string
+	switch m {
+	case "":
+		return Arch{}
+	case "x86_64", "amd64":
+		name = "x86_64"
+	case "i386", "i486", "i586", "i686", "x86":
+		name = "i386"
+	case "aarch64", "arm64":
+		name = "arm64"
+	case "s390x":
+		name = "s390x"
+	case "ppc64le":
+		name = "ppc64le"
+	case "ppc64":
+		name = "ppc64"
+	case "riscv64":
+		name = "riscv64"
+	default:
+		if strings.HasPrefix(m, "arm") {
+			name = "arm"
+		} else {
+			return Arch{Name: m, Source: "kdump-header"}
+		}
+	}
+	ai := archInfo[name]
+	return Arch{Name: name, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "kdump-header"}
+}
+
+// resolveArch merges the container's architecture with VMCOREINFO's.
+func resolveArch(c Arch, info *vmcoreinfo.Info) (Arch, error) {
+	var vi string
+	if info != nil {
+		vi = info.Arch()
+	}
+	switch {
+	case c.Name == "" && vi == "":
+		return c, nil
+	case c.Name == "":
+		ai := archInfo[vi]
+		return Arch{Name: vi, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "vmcoreinfo"}, nil
+	case vi != "" && vi != c.Name:
+		return Arch{}, fmt.Errorf("architecture mismatch: container says %s (%s), VMCOREINFO says %s: %w", c.Name, c.Source, vi, memory.ErrCorrupt)
+	}
+	if ai, ok := archInfo[c.Name]; ok {
+		if c.ByteOrder == nil {
+			c.ByteOrder = ai.bo // else keep the container's (aarch64_be, armeb)
+		}
+		if c.PtrSize == 0 {
+			c.PtrSize = ai.ptr
+		}
+	}
+	return c, nil
+}
+
+func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }
+
+func defaultPageSize(name string) int { return archInfo[name].page }

@@ -1,0 +1,50 @@
+package vmcore
+
+import (
+	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// Kernel returns a reader over kernel virtual memory, built on first use
+// from VMCOREINFO and physical memory by package vtop (page tables, the
+// direct map and the kernel text map of the architecture). The container's
+// own virtual map (an ELF core's p_vaddr), if any, serves addresses the
+// translation cannot.
+//
+// The reader is not safe for concurrent use. Errors wrap
+// errors.ErrUnsupported for architectures vtop does not translate and
+// vmcoreinfo.ErrMissingInfo when VMCOREINFO is absent or lacks what the
+// architecture needs; they are returned again on every call.
+func (d *Dump) Kernel() (memory.Reader, error) {
+	t, err := d.Translator()
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Translator is Kernel with the translator's full interface: Translate,
+// Layout and Stats.
+func (d *Dump) Translator() (vtop.Translator, error) {
+	d.kernelMu.Lock()
+	defer d.kernelMu.Unlock()
+	if !d.kernelSet {
+		d.kernel, d.kernelErr = vtop.New(vtop.Config{
+			Arch:      d.arch.Name,
+			ByteOrder: d.arch.ByteOrder,
+			PtrSize:   d.arch.PtrSize,
+			PageSize:  d.pageSize,
+			Info:      d.info,
+			Phys:      d.be.physical(),
+			Virtual:   d.be.virtual(),
+			PhysBase:  d.be.physBase(),
+		})
+		if d.kernelErr != nil {
+			d.kernelErr = fmt.Errorf("vmcore: kernel address space: %w", d.kernelErr)
+		}
+		d.kernelSet = true
+	}
+	return d.kernel, d.kernelErr
+}

@@ -1,0 +1,137 @@
+package vmcore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// notePattern is what follows the 12-byte note header of the VMCOREINFO
+// note: the name with its NUL and one pad byte, then the first line the
+// kernel writes (formats.md §2.6, §7.8). The separate text page
+// vmcoreinfo_data has no header and does not match.
+var notePattern = []byte("VMCOREINFO\x00\x00OSRELEASE=")
+
+const (
+	// scanChunk is how much physical memory one scan read covers.
+	scanChunk = 1 << 20
+	// noteNameOff is where the name starts in a note: after the header.
+	noteNameOff = 12
+	// s390LowcoreVmcoreInfo is the physical address of the lowcore's u64
+	// vmcore_info, the note's physical address on s390 (formats.md §2.6).
+	s390LowcoreVmcoreInfo = 0xe0c
+	// holeSkip is the granule a hole inside a saved range is skipped by:
+	// the smallest page size.
+	holeSkip = 4096
+)
+
+// findInMemory looks for the VMCOREINFO note in physical memory when the
+// container did not carry it.
+func (d *Dump) findInMemory(a Arch, opt Options) {
+	phys := d.be.physical()
+	if a.Name == "s390x" || a.Name == "s390" {
+		if at, err := memory.Uint64(phys, binary.BigEndian, s390LowcoreVmcoreInfo); err == nil && at != 0 {
+			if text, ok := noteAt(phys, at, binary.BigEndian); ok {
+				d.raw, d.infoSource = text, fmt.Sprintf("s390-lowcore at %#x", at)
+				return
+			}
+		}
+	}
+	if opt.ScanLimit < 0 {
+		return
+	}
+	limit := opt.ScanLimit
+	if limit == 0 {
+		limit = DefaultScanLimit
+	}
+	if at, text, ok := scanForNote(phys, d.be.ranges, a, uint64(limit)); ok {
+		d.raw, d.infoSource = text, fmt.Sprintf("memory-scan at %#x", at)
+	}
+}
+
+// scanForNote reads the saved ranges in ascending order, in scanChunk
+// pieces overlapping by the header and pattern length, and returns the
+// first note whose text parses. At most limit bytes are read.
+func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a Arch, limit uint64) (uint64, []byte, bool) {
+	const overlap = noteNameOff + 22 // header + len(notePattern)
+	orders := []binary.ByteOrder{binary.LittleEndian, binary.BigEndian}
+	if a.ByteOrder != nil {
+		orders = []binary.ByteOrder{a.ByteOrder}
+	}
+	buf := make([]byte, scanChunk+overlap)
+	var scanned uint64
+	var foundAt uint64
+	var found []byte
+	ranges(func(start, last uint64) bool {
+		for addr := start; ; {
+			if scanned >= limit {
+				return false
+			}
+			n := uint64(scanChunk + overlap)
+			if last-addr < n-1 {
+				n = last - addr + 1
+			}
+			got, _ := phys.ReadAt(buf[:n], addr)
+			scanned += uint64(got)
+			b := buf[:got]
+			for i := 0; ; {
+				j := bytes.Index(b[i:], notePattern)
+				if j < 0 {
+					break
+				}
+				pos := i + j
+				i = pos + 1
+				at := addr + uint64(pos) - noteNameOff
+				if at > addr+uint64(pos) {
+					continue // the header would lie below address 0
+				}
+				for _, bo := range orders {
+					if text, ok := noteAt(phys, at, bo); ok {
+						foundAt, found = at, text
+						return false
+					}
+				}
+			}
+			if uint64(got) < n {
+				// A hole inside the range: skip to the page after it.
+				next := (addr + uint64(got) + holeSkip) &^ (holeSkip - 1)
+				scanned += next - addr - uint64(got)
+				if next <= addr || next > last {
+					break
+				}
+				addr = next
+				continue
+			}
+			if last-addr <= n-1 {
+				break
+			}
+			addr += n - overlap
+		}
+		return true
+	})
+	return foundAt, found, found != nil
+}
+
+// noteAt validates the VMCOREINFO note header at physical address at and
+// returns its text if it parses.
+func noteAt(phys memory.Reader, at uint64, bo binary.ByteOrder) ([]byte, bool) {
+	var h [noteNameOff + 12]byte
+	if memory.ReadFull(phys, h[:], at) != nil {
+		return nil, false
+	}
+	namesz, descsz, typ := bo.Uint32(h[0:]), bo.Uint32(h[4:]), bo.Uint32(h[8:])
+	if namesz != 11 || typ != 0 || descsz == 0 || descsz > vmcoreinfo.MaxSize || string(h[noteNameOff:noteNameOff+11]) != "VMCOREINFO\x00" {
+		return nil, false
+	}
+	text := make([]byte, descsz)
+	if memory.ReadFull(phys, text, at+noteNameOff+12) != nil {
+		return nil, false
+	}
+	if _, err := vmcoreinfo.Parse(text); err != nil {
+		return nil, false
+	}
+	return text, true
+}

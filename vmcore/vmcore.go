@@ -1,0 +1,334 @@
+package vmcore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
+	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// Options adjust Open. The zero value gives the defaults.
+type Options struct {
+	// TempDir is where wrapped dumps are decompressed; "" means
+	// os.TempDir().
+	TempDir string
+	// MaxDecompressedSize caps the size of a decompressed wrapper, against
+	// decompression bombs; 0 means DefaultMaxDecompressedSize.
+	MaxDecompressedSize int64
+	// ScanLimit caps how many bytes of saved physical memory the VMCOREINFO
+	// scan reads; 0 means DefaultScanLimit, and a negative value disables
+	// the scan.
+	ScanLimit int64
+	// ForceScan ignores the VMCOREINFO the container carries and finds the
+	// note in memory, as for a dump without one. For tests and diagnosis.
+	ForceScan bool
+}
+
+// DefaultMaxDecompressedSize is the default cap on a decompressed wrapper:
+// 1 TiB, larger than any dump this library is meant for.
+const DefaultMaxDecompressedSize = 1 << 40
+
+// DefaultScanLimit is the default cap on the VMCOREINFO scan: 16 GiB of
+// saved memory.
+const DefaultScanLimit = 16 << 30
+
+// CPU is the state of one CPU when the dump was taken, from its NT_PRSTATUS
+// note.
+type CPU struct {
+	PID  int32  // task running on the CPU; 0 when idle
+	PC   uint64 // program counter
+	SP   uint64 // stack pointer
+	Regs []uint64
+}
+
+// backend is one container format.
+type backend interface {
+	physical() memory.Reader
+	// virtual is the container's own virtual map, or nil.
+	virtual() memory.Reader
+	vmcoreinfo() []byte
+	notes() []elfcore.Note
+	// machine is the container's idea of the architecture; zero Arch
+	// fields are unknown.
+	machine() Arch
+	// pageSize is the container's page size, 0 if it does not record one.
+	pageSize() int
+	// physBase is x86_64's phys_base as the container knows it, or nil.
+	physBase() *uint64
+	// ranges yields the saved physical ranges in ascending order.
+	ranges(yield func(start, last uint64) bool)
+	close() error
+}
+
+// Dump is an open crash dump. Its methods are safe for concurrent use
+// except Close; the readers it returns are as safe as their documentation
+// says (the physical reader of an ELF core is; Kernel's is not).
+type Dump struct {
+	format string
+	be     backend
+	temps  []string
+
+	raw        []byte
+	info       *vmcoreinfo.Info
+	infoErr    error
+	infoSource string
+
+	arch     Arch
+	pageSize int
+	cpus     []CPU
+
+	kernelMu  sync.Mutex
+	kernel    vtop.Translator
+	kernelErr error
+	kernelSet bool
+}
+
+// Open opens the dump in paths: one file, or the parts of a split
+// kdump-compressed dump. See the package documentation for the formats.
+//
+// Errors wrap ErrUnrecognizedFormat when no format matches, ErrTooLarge
+// when a wrapper decompresses beyond the limit, memory.ErrCorrupt for
+// malformed files, and the os errors of opening and reading them.
+func Open(paths ...string) (*Dump, error) { return OpenWith(Options{}, paths...) }
+
+// OpenWith is Open with options.
+func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
+	if len(paths) == 0 {
+		return nil, errors.New("vmcore: no dump file given")
+	}
+	d := &Dump{}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	// Unwrap compressed files first.
+	plain := make([]string, len(paths))
+	var wrapper string
+	for i, p := range paths {
+		fh, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		st, err := fh.Stat()
+		if err != nil {
+			fh.Close()
+			return nil, err
+		}
+		w, tmp, err := unwrap(fh, st.Size(), opt)
+		fh.Close()
+		if tmp != "" {
+			d.temps = append(d.temps, tmp)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("vmcore: %s: %w", p, err)
+		}
+		if i > 0 && w != wrapper {
+			return nil, fmt.Errorf("vmcore: %s: wrapped as %q but %s as %q", p, w, paths[0], wrapper)
+		}
+		wrapper = w
+		plain[i] = p
+		if tmp != "" {
+			plain[i] = tmp
+		}
+	}
+	be, format, err := probePaths(plain)
+	if err != nil {
+		return nil, fmt.Errorf("vmcore: %s: %w", paths[0], err)
+	}
+	d.be = be
+	d.format = format
+	if wrapper != "" {
+		d.format = wrapper + "+" + format
+	}
+	if err := d.init(opt); err != nil {
+		return nil, fmt.Errorf("vmcore: %s: %w", paths[0], err)
+	}
+	return d, nil
+}
+
+// OpenReaderAt opens a single dump of size bytes read from r. The caller
+// keeps r open while the Dump is used; Close does not close it. Wrapped
+// dumps are decompressed to a temporary file as for Open. Errors are as
+// for Open.
+func OpenReaderAt(r io.ReaderAt, size int64, opt Options) (_ *Dump, err error) {
+	d := &Dump{}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	w, tmp, err := unwrap(r, size, opt)
+	if tmp != "" {
+		d.temps = append(d.temps, tmp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vmcore: %w", err)
+	}
+	if tmp != "" {
+		d.be, d.format, err = probePaths([]string{tmp})
+		d.format = w + "+" + d.format
+	} else {
+		d.be, d.format, err = probeReader(r, size)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vmcore: %w", err)
+	}
+	if err := d.init(opt); err != nil {
+		return nil, fmt.Errorf("vmcore: %w", err)
+	}
+	return d, nil
+}
+
+// opener tries to open one format; it returns an error wrapping
+// ErrUnrecognizedFormat when the input is not of its format.
+type opener struct {
+	name     string
+	openPath func(paths []string) (backend, string, error)
+	openRA   func(r io.ReaderAt, size int64) (backend, string, error)
+}
+
+var openers = []opener{elfOpener, kdumpOpener}
+
+func probePaths(paths []string) (backend, string, error) {
+	for _, o := range openers {
+		be, format, err := o.openPath(paths)
+		if errors.Is(err, ErrUnrecognizedFormat) {
+			continue
+		}
+		return be, format, err
+	}
+	return nil, "", ErrUnrecognizedFormat
+}
+
+func probeReader(r io.ReaderAt, size int64) (backend, string, error) {
+	for _, o := range openers {
+		if o.openRA == nil {
+			continue
+		}
+		be, format, err := o.openRA(r, size)
+		if errors.Is(err, ErrUnrecognizedFormat) {
+			continue
+		}
+		return be, format, err
+	}
+	return nil, "", ErrUnrecognizedFormat
+}
+
+// init finds VMCOREINFO, the architecture, the page size and the CPUs.
+func (d *Dump) init(opt Options) error {
+	if !opt.ForceScan {
+		if raw := d.be.vmcoreinfo(); len(raw) > 0 {
+			d.raw, d.infoSource = raw, d.containerSource()
+		}
+	}
+	arch := d.be.machine()
+	if d.raw == nil {
+		d.findInMemory(arch, opt)
+	}
+	if d.raw != nil {
+		d.info, d.infoErr = vmcoreinfo.Parse(d.raw)
+	}
+	var err error
+	if d.arch, err = resolveArch(arch, d.info); err != nil {
+		return err
+	}
+	d.pageSize = d.be.pageSize()
+	if d.info != nil {
+		if ps, ok := d.info.PageSize(); ok && ps <= 1<<30 {
+			d.pageSize = int(ps)
+		}
+	}
+	if d.pageSize == 0 {
+		d.pageSize = defaultPageSize(d.arch.Name)
+	}
+	d.cpus = cpusFromNotes(d.be.notes(), d.arch)
+	return nil
+}
+
+func (d *Dump) containerSource() string {
+	if _, ok := d.be.(*elfBackend); ok {
+		return "elf-note"
+	}
+	return "kdump-header"
+}
+
+// Format names the container: "elf", "kdump", "kdump-flattened" or
+// "kdump-split", prefixed by the wrapper when there is one ("xz+elf",
+// "zstd+kdump", "gzip+elf").
+func (d *Dump) Format() string { return d.format }
+
+// VMCOREINFO returns the raw VMCOREINFO text, or nil when none was found.
+// The slice is the Dump's own; do not modify it.
+func (d *Dump) VMCOREINFO() []byte { return d.raw }
+
+// Info returns the parsed VMCOREINFO, or nil when none was found or it did
+// not parse (then InfoErr says why).
+func (d *Dump) Info() *vmcoreinfo.Info { return d.info }
+
+// InfoErr returns the error parsing VMCOREINFO, which wraps
+// vmcoreinfo.ErrCorrupt, or nil.
+func (d *Dump) InfoErr() error { return d.infoErr }
+
+// InfoSource says where VMCOREINFO came from: "elf-note", "kdump-header",
+// "s390-lowcore at 0x…" or "memory-scan at 0x…" (the physical address of
+// the note header), or "" when it was not found.
+func (d *Dump) InfoSource() string { return d.infoSource }
+
+// Physical returns a reader over the dump's physical memory. Unsaved
+// addresses fail with a *memory.FaultError wrapping memory.ErrNotSaved.
+func (d *Dump) Physical() memory.Reader { return d.be.physical() }
+
+// Arch returns the dump's architecture.
+func (d *Dump) Arch() Arch { return d.arch }
+
+// PageSize returns the kernel's page size: VMCOREINFO's PAGESIZE, else the
+// container's block size, else the architecture's only size (4096 on x86,
+// s390x), else 0.
+func (d *Dump) PageSize() int { return d.pageSize }
+
+// CPUs returns the registers of each CPU from the dump's NT_PRSTATUS notes,
+// in note order; nil when the architecture's layout is unknown.
+func (d *Dump) CPUs() []CPU { return d.cpus }
+
+// Close releases the files and removes temporary files. It returns the
+// first error.
+func (d *Dump) Close() error {
+	var first error
+	if d.be != nil {
+		first = d.be.close()
+		d.be = nil
+	}
+	for _, t := range d.temps {
+		if err := os.Remove(t); err != nil && first == nil && !errors.Is(err, os.ErrNotExist) {
+			first = err
+		}
+	}
+	d.temps = nil
+	return first
+}
+
+func cpusFromNotes(notes []elfcore.Note, a Arch) []CPU {
+	m := a.elfMachine()
+	if m == 0 || a.ByteOrder == nil {
+		return nil
+	}
+	var out []CPU
+	for _, n := range notes {
+		if n.Name != "CORE" || n.Type != 1 {
+			continue
+		}
+		ps, err := elfcore.ParsePRStatus(n.Desc, m, a.ByteOrder)
+		if err != nil {
+			continue
+		}
+		out = append(out, CPU{PID: ps.PID, PC: ps.PC, SP: ps.SP, Regs: ps.Regs})
+	}
+	return out
+}

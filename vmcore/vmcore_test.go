@@ -1,0 +1,358 @@
+package vmcore
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	kgzip "github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/ulikunitz/xz"
+
+	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+const infoX86 = "OSRELEASE=6.1.0-test-amd64\nPAGESIZE=4096\nSYMBOL(_stext)=ffffffff81000000\nNUMBER(phys_base)=0\nKERNELOFFSET=0\n"
+
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i*13)
+	}
+	return b
+}
+
+// testCore is an x86_64 core with two CPUs, VMCOREINFO in a note (when
+// withNote), and memory at 0 (1 MiB) and 16 MiB (64 KiB).
+func testCore(withNote bool) []byte {
+	bo := binary.LittleEndian
+	notes := []elfcoretest.Note{
+		{Name: "CORE", Type: 1, Desc: elfcoretest.PRStatusX86_64(bo, 1, 0xffffffff81000010, 0xffffc90000001000)},
+		{Name: "CORE", Type: 1, Desc: elfcoretest.PRStatusX86_64(bo, 0, 0xffffffff81000020, 0xffffc90000002000)},
+	}
+	if withNote {
+		notes = append(notes, elfcoretest.VMCOREINFONote(infoX86))
+	}
+	return (&elfcoretest.Builder{
+		Notes: notes,
+		Segments: []elfcoretest.Segment{
+			{Paddr: 0, Vaddr: 0, Data: pattern(1<<20, 1)},
+			{Paddr: 16 << 20, Vaddr: 16 << 20, Data: pattern(64<<10, 2)},
+		},
+	}).Bytes()
+}
+
+func writeFile(t testing.TB, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
+}
+
+func compress(t testing.TB, kind string, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	switch kind {
+	case "xz":
+		w, err := xz.NewWriter(&buf)
+		require.NoError(t, err)
+		_, err = w.Write(b)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+	case "zstd":
+		w, err := zstd.NewWriter(&buf)
+		require.NoError(t, err)
+		_, err = w.Write(b)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+	case "gzip":
+		w := kgzip.NewWriter(&buf)
+		_, err := w.Write(b)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+	}
+	return buf.Bytes()
+}
+
+func emptyDir(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "temporary files left behind")
+}
+
+func TestOpenELF(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "vmcore", testCore(true))
+	d, err := Open(p)
+	require.NoError(t, err)
+	defer d.Close()
+	assert.Equal(t, "elf", d.Format())
+	assert.Equal(t, infoX86, string(d.VMCOREINFO()))
+	require.NotNil(t, d.Info())
+	assert.NoError(t, d.InfoErr())
+	assert.Equal(t, "6.1.0-test-amd64", d.Info().OSRelease())
+	assert.Equal(t, "elf-note", d.InfoSource())
+	assert.Equal(t, Arch{Name: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Source: "elf"}, d.Arch())
+	assert.Equal(t, 4096, d.PageSize())
+	cpus := d.CPUs()
+	require.Len(t, cpus, 2)
+	assert.Equal(t, int32(1), cpus[0].PID)
+	assert.Equal(t, uint64(0xffffffff81000020), cpus[1].PC)
+	assert.Equal(t, uint64(0xffffc90000002000), cpus[1].SP)
+
+	var b [16]byte
+	require.NoError(t, memory.ReadFull(d.Physical(), b[:], 16<<20))
+	assert.Equal(t, pattern(16, 2), b[:])
+	_, err = d.Physical().ReadAt(b[:], 2<<20)
+	assert.ErrorIs(t, err, memory.ErrNotSaved)
+
+	// The kernel text map from NUMBER(phys_base): _stext maps to 16 MiB.
+	k, err := d.Kernel()
+	require.NoError(t, err)
+	require.NoError(t, memory.ReadFull(k, b[:], 0xffffffff81000000))
+	assert.Equal(t, pattern(16, 2), b[:])
+	require.NoError(t, d.Close())
+}
+
+func TestWrappers(t *testing.T) {
+	core := testCore(true)
+	for _, kind := range []string{"xz", "zstd", "gzip"} {
+		t.Run(kind, func(t *testing.T) {
+			tmp := t.TempDir()
+			p := writeFile(t, t.TempDir(), "dump.bin", compress(t, kind, core))
+			d, err := OpenWith(Options{TempDir: tmp}, p)
+			require.NoError(t, err)
+			assert.Equal(t, kind+"+elf", d.Format())
+			assert.Equal(t, infoX86, string(d.VMCOREINFO()))
+			var b [16]byte
+			require.NoError(t, memory.ReadFull(d.Physical(), b[:], 16<<20))
+			assert.Equal(t, pattern(16, 2), b[:])
+			ents, _ := os.ReadDir(tmp)
+			assert.Len(t, ents, 1, "one decompressed copy")
+			require.NoError(t, d.Close())
+			emptyDir(t, tmp)
+
+			// OpenReaderAt takes the same path.
+			c := compress(t, kind, core)
+			d, err = OpenReaderAt(bytes.NewReader(c), int64(len(c)), Options{TempDir: tmp})
+			require.NoError(t, err)
+			assert.Equal(t, kind+"+elf", d.Format())
+			require.NoError(t, d.Close())
+			emptyDir(t, tmp)
+		})
+	}
+}
+
+func TestUnrecognized(t *testing.T) {
+	garbage := pattern(4096, 3)
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"garbage", garbage, ErrUnrecognizedFormat},
+		{"empty", nil, ErrUnrecognizedFormat},
+		{"xz-garbage", compress(t, "xz", garbage), ErrUnrecognizedFormat},
+		{"gzip-gzip", compress(t, "gzip", compress(t, "gzip", testCore(true))), ErrUnrecognizedFormat},
+		{"truncated-zstd", compress(t, "zstd", testCore(true))[:100], nil},
+		{"bad-gzip", []byte{0x1f, 0x8b, 0, 0, 0}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			p := writeFile(t, t.TempDir(), "f", tc.data)
+			d, err := OpenWith(Options{TempDir: tmp}, p)
+			assert.Nil(t, d)
+			require.Error(t, err)
+			if tc.want != nil {
+				assert.ErrorIs(t, err, tc.want)
+			}
+			emptyDir(t, tmp)
+		})
+	}
+}
+
+func TestTooLarge(t *testing.T) {
+	tmp := t.TempDir()
+	p := writeFile(t, t.TempDir(), "f", compress(t, "zstd", testCore(true)))
+	_, err := OpenWith(Options{TempDir: tmp, MaxDecompressedSize: 4096}, p)
+	assert.ErrorIs(t, err, ErrTooLarge)
+	emptyDir(t, tmp)
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "nope"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	_, err = Open()
+	assert.Error(t, err)
+}
+
+// noteBytes is the VMCOREINFO note as the kernel keeps it in memory.
+func noteBytes(bo binary.ByteOrder, text string) []byte {
+	return elfcoretest.NoteBytes(bo, 4, []elfcoretest.Note{elfcoretest.VMCOREINFONote(text)})
+}
+
+func TestScanFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   uint64 // where the note goes in the 4 MiB of RAM
+		bo   binary.ByteOrder
+		m    elf.Machine
+	}{
+		{"le-low", 0x13000, binary.LittleEndian, elf.EM_X86_64},
+		{"le-chunk-boundary", 1<<20 - 20, binary.LittleEndian, elf.EM_X86_64},
+		{"le-header-at-boundary", 1<<20 - 6, binary.LittleEndian, elf.EM_X86_64},
+		{"le-second-segment", 3<<20 + 0x123, binary.LittleEndian, elf.EM_X86_64},
+		{"be", 0x2f000, binary.BigEndian, elf.EM_PPC64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ram := make([]byte, 4<<20)
+			// Decoys: the text page without a header, a note header with
+			// the wrong type, then a note whose text does not parse.
+			copy(ram[0x1000:], "VMCOREINFO\x00\x00OSRELEASE=decoy\n")
+			bad := noteBytes(tc.bo, "OSRELEASE=bad\nPAGESIZE=3\n")
+			copy(ram[0x3000:], bad)
+			wrongType := noteBytes(tc.bo, "OSRELEASE=wrong\n")
+			tc.bo.PutUint32(wrongType[8:], 7)
+			copy(ram[0x5000:], wrongType)
+			copy(ram[tc.at:], noteBytes(tc.bo, infoX86))
+			if tc.m == elf.EM_PPC64 {
+				// x86 lines would contradict e_machine.
+				copy(ram[tc.at:], noteBytes(tc.bo, "OSRELEASE=6.1.0-ppc\nPAGESIZE=65536\n"))
+			}
+			core := (&elfcoretest.Builder{
+				ByteOrder: tc.bo, Machine: tc.m,
+				Segments: []elfcoretest.Segment{
+					{Paddr: 0, Data: ram[:3<<20]},
+					{Paddr: 3 << 20, Data: ram[3<<20:]},
+				},
+			}).Bytes()
+			d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+			require.NoError(t, err)
+			defer d.Close()
+			require.NotNil(t, d.Info(), "source %q", d.InfoSource())
+			assert.Equal(t, fmt.Sprintf("memory-scan at %#x", tc.at), d.InfoSource())
+			if tc.m == elf.EM_PPC64 {
+				assert.Equal(t, 65536, d.PageSize())
+				assert.Equal(t, "ppc64", d.Arch().Name)
+			} else {
+				assert.Equal(t, "6.1.0-test-amd64", d.Info().OSRelease())
+			}
+
+			// With the scan disabled there is no VMCOREINFO.
+			d2, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{ScanLimit: -1})
+			require.NoError(t, err)
+			assert.Nil(t, d2.VMCOREINFO())
+			assert.Equal(t, "", d2.InfoSource())
+			_, err = d2.Kernel()
+			assert.Error(t, err)
+			d2.Close()
+		})
+	}
+}
+
+func TestScanLimit(t *testing.T) {
+	ram := make([]byte, 4<<20)
+	copy(ram[3<<20:], noteBytes(binary.LittleEndian, infoX86))
+	core := (&elfcoretest.Builder{Segments: []elfcoretest.Segment{{Paddr: 0, Data: ram}}}).Bytes()
+	d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{ScanLimit: 2 << 20})
+	require.NoError(t, err)
+	assert.Nil(t, d.VMCOREINFO(), "note beyond the limit")
+	d.Close()
+}
+
+func TestForceScan(t *testing.T) {
+	ram := make([]byte, 1<<20)
+	memText := strings.Replace(infoX86, "6.1.0-test-amd64", "6.1.0-from-memory", 1)
+	copy(ram[0x8000:], noteBytes(binary.LittleEndian, memText))
+	core := (&elfcoretest.Builder{
+		Notes:    []elfcoretest.Note{elfcoretest.VMCOREINFONote(infoX86)},
+		Segments: []elfcoretest.Segment{{Paddr: 0, Data: ram}},
+	}).Bytes()
+	d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, "elf-note", d.InfoSource())
+	d.Close()
+	d, err = OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{ForceScan: true})
+	require.NoError(t, err)
+	assert.Equal(t, "memory-scan at 0x8000", d.InfoSource())
+	assert.Equal(t, memText, string(d.VMCOREINFO()))
+	d.Close()
+}
+
+func TestS390Lowcore(t *testing.T) {
+	bo := binary.BigEndian
+	ram := make([]byte, 1<<20)
+	text := "OSRELEASE=6.1.0-s390x\nPAGESIZE=4096\nSYMBOL(lowcore_ptr)=1f00\nSAMODE31=1673000\n"
+	// A decoy that a scan would find first; the lowcore pointer wins.
+	copy(ram[0x2000:], noteBytes(bo, "OSRELEASE=decoy\n"))
+	copy(ram[0x80000:], noteBytes(bo, text))
+	bo.PutUint64(ram[0xe0c:], 0x80000)
+	core := (&elfcoretest.Builder{ByteOrder: bo, Machine: elf.EM_S390, Segments: []elfcoretest.Segment{{Paddr: 0, Data: ram}}}).Bytes()
+	d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	assert.Equal(t, "s390-lowcore at 0x80000", d.InfoSource())
+	assert.Equal(t, text, string(d.VMCOREINFO()))
+	assert.Equal(t, Arch{Name: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Source: "elf"}, d.Arch())
+}
+
+func TestArch(t *testing.T) {
+	t.Run("mismatch", func(t *testing.T) {
+		core := (&elfcoretest.Builder{Machine: elf.EM_AARCH64, Notes: []elfcoretest.Note{elfcoretest.VMCOREINFONote(infoX86)}}).Bytes()
+		_, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+		assert.ErrorIs(t, err, memory.ErrCorrupt)
+	})
+	t.Run("i386-in-elf64", func(t *testing.T) {
+		bo := binary.LittleEndian
+		core := (&elfcoretest.Builder{Machine: elf.EM_386, Notes: []elfcoretest.Note{
+			{Name: "CORE", Type: 1, Desc: elfcoretest.PRStatusI386(bo, 5, 0xc1000000, 0xc1800000)},
+			elfcoretest.VMCOREINFONote("OSRELEASE=6.1.0-686\nPAGESIZE=4096\n"),
+		}}).Bytes()
+		d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+		require.NoError(t, err)
+		assert.Equal(t, Arch{Name: "i386", ByteOrder: bo, PtrSize: 4, Source: "elf"}, d.Arch())
+		require.Len(t, d.CPUs(), 1)
+		assert.Equal(t, uint64(0xc1000000), d.CPUs()[0].PC)
+	})
+	t.Run("uname", func(t *testing.T) {
+		for m, want := range map[string]string{"x86_64": "x86_64", "aarch64": "arm64", "i686": "i386", "s390x": "s390x", "ppc64le": "ppc64le", "armv7l": "arm", "": ""} {
+			assert.Equal(t, want, archFromUname(m+"\x00\x00").Name, m)
+		}
+	})
+}
+
+func TestCorruptInfo(t *testing.T) {
+	core := (&elfcoretest.Builder{
+		Notes:    []elfcoretest.Note{elfcoretest.VMCOREINFONote("OSRELEASE=x\nPAGESIZE=3\n")},
+		Segments: []elfcoretest.Segment{{Paddr: 0x1000, Data: pattern(0x1000, 4)}},
+	}).Bytes()
+	d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+	require.NoError(t, err, "a corrupt note must not stop physical reads")
+	defer d.Close()
+	assert.Nil(t, d.Info())
+	assert.ErrorIs(t, d.InfoErr(), vmcoreinfo.ErrCorrupt)
+	assert.Equal(t, "OSRELEASE=x\nPAGESIZE=3\n", string(d.VMCOREINFO()))
+	var b [4]byte
+	require.NoError(t, memory.ReadFull(d.Physical(), b[:], 0x1000))
+	_, err = d.Kernel()
+	assert.Error(t, err)
+}
+
+func TestKdumpRecognised(t *testing.T) {
+	for _, head := range []string{"KDUMP   ", "makedumpfile\x00\x00\x00\x00"} {
+		b := append([]byte(head), make([]byte, 8192)...)
+		_, err := OpenReaderAt(bytes.NewReader(b), int64(len(b)), Options{})
+		require.Error(t, err)
+		assert.False(t, errors.Is(err, ErrUnrecognizedFormat), "%q: %v", head, err)
+	}
+}
