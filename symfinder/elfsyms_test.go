@@ -5,7 +5,9 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -196,14 +198,27 @@ func TestOpenELFSymbols(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// TestELFSymbolsSelf reads the test binary's own symtab, which is real
-// linker output.
-func TestELFSymbolsSelf(t *testing.T) {
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	ix, err := OpenELFSymbols(exe, 0)
-	if err != nil {
-		t.Skipf("test binary has no readable ELF symtab: %v", err)
+// TestELFSymbolsGoBinary reads real linker output: the test binary's own
+// symtab, or, since go test strips it, gofmt's from GOROOT.
+func TestELFSymbolsGoBinary(t *testing.T) {
+	var candidates []string
+	if exe, err := os.Executable(); err == nil {
+		candidates = append(candidates, exe)
+	}
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(out)), "bin", "gofmt"))
+	}
+	var ix *Index
+	for _, path := range candidates {
+		var err error
+		if ix, err = OpenELFSymbols(path, 0); err == nil {
+			t.Logf("%s: %d symbols", path, ix.Len())
+			break
+		}
+		t.Logf("%s: %v", path, err)
+	}
+	if ix == nil {
+		t.Skip("no Go binary with an ELF symtab at hand")
 	}
 	s := collect(ix, Query{Kind: ByName, Name: "runtime.main"})
 	require.Len(t, s, 1)
