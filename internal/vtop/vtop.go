@@ -151,7 +151,8 @@ type translator struct {
 	pageShift     uint
 	pageSize      uint64
 	fast          []FastPath
-	walk          walkFunc // nil: no walk
+	canon         func(uint64) uint64 // nil, or strips pointer tags
+	walk          walkFunc            // nil: no walk
 	noWalk        error    // why walk is nil
 	tlb           [tlbSize]tlbEntry
 	stats         Stats
@@ -160,6 +161,9 @@ type translator struct {
 
 // Translate implements Translator.
 func (t *translator) Translate(va uint64) (uint64, error) {
+	if t.canon != nil {
+		va = t.canon(va)
+	}
 	vpn := va >> t.pageShift
 	e := &t.tlb[vpn%tlbSize]
 	if e.tag == vpn+1 {

@@ -1,0 +1,106 @@
+package vtop
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// FuzzWalk feeds random page-table pages to the walkers: data is cut into
+// 4 KiB pages placed at consecutive pfns from 0x100 (the first holds the
+// x86_64 top-level table, the i386 swapper_pg_dir and arm64's root), and
+// every architecture translates and reads va. Nothing may panic, every
+// failure must be a *memory.FaultError carrying va, and a success must be
+// reproducible through the TLB.
+func FuzzWalk(f *testing.F) {
+	// Seeds: a synthetic x86_64 fixture's tables, and small hand-made pages.
+	m := newPhysMem(4096)
+	b := newX86Builder(m, 0x100000, 4)
+	b.mapPage(0xffffc90000001000, 0x102000, 12)
+	b.mapPage(0xffff888000000000, 0, 30)
+	b.mapPage(0xffffffffc0000000, 0x200000, 21)
+	var seed []byte
+	for pfn := uint64(0x100); m.pages[pfn] != nil; pfn++ {
+		seed = append(seed, m.pages[pfn]...)
+	}
+	f.Add(seed, uint64(0xffffc90000001234), uint8(0))
+	f.Add(seed, uint64(0xffff888000012345), uint8(0x10))
+	f.Add(seed[:4096], uint64(0xffffffffc0000000), uint8(0x21))
+	loop := make([]byte, 4096)
+	for i := 0; i < 4096; i += 8 {
+		binary.LittleEndian.PutUint64(loop[i:], 0x100000|3|x86PSE)
+	}
+	f.Add(loop, uint64(0xffffffffffffffff), uint8(0x3))
+	f.Add([]byte{}, uint64(0), uint8(0xff))
+
+	f.Fuzz(fuzzWalk)
+}
+
+func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
+		if len(data) > 64<<12 {
+			return
+		}
+		m := newPhysMem(4096)
+		for i := 0; len(data) > 0; i++ {
+			n := copy(m.page(0x100+uint64(i)), data)
+			data = data[n:]
+		}
+		m.page(0x100)
+		levels := 4
+		if flags&1 != 0 {
+			levels = 5
+		}
+		sme := uint64(0)
+		if flags&2 != 0 {
+			sme = 1 << 47
+		}
+		var x86info, i386info, armInfo *vmcoreinfo.Info
+		x86info, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(init_top_pgt)=ffffffff80100000\nNUMBER(phys_base)=0\n" +
+			map[bool]string{true: "NUMBER(pgtable_l5_enabled)=1\n"}[levels == 5] +
+			map[bool]string{true: "NUMBER(sme_mask)=140737488355328\n"}[sme != 0]))
+		i386lines := "OSRELEASE=f\nSYMBOL(swapper_pg_dir)=c0100000\n"
+		if flags&4 != 0 {
+			i386lines += "CONFIG_X86_PAE=y\n"
+		}
+		i386info, _ = vmcoreinfo.Parse([]byte(i386lines))
+		vaBits := []string{"39", "48", "52", "47"}[flags>>4&3]
+		armInfo, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffff800000100000\nNUMBER(kimage_voffset)=0xffff800000000000\nNUMBER(PHYS_OFFSET)=0x40000000\nNUMBER(VA_BITS)=" + vaBits + "\n"))
+		for _, cfg := range []Config{
+			{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
+			{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
+			{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
+		} {
+			tr, err := New(cfg)
+			if err != nil {
+				if tr != nil {
+					t.Fatalf("%s: error %v with a translator", cfg.Arch, err)
+				}
+				continue
+			}
+			check := func(err error) {
+				var fe *memory.FaultError
+				if !errors.As(err, &fe) {
+					t.Fatalf("%s: %#x: error %v (%T) is not a FaultError", cfg.Arch, va, err, err)
+				}
+			}
+			pa, err := tr.Translate(va)
+			if err != nil {
+				check(err)
+			} else if pa2, err2 := tr.Translate(va); err2 != nil || pa2 != pa {
+				t.Fatalf("%s: %#x: TLB gives %#x, %v; walk gave %#x", cfg.Arch, va, pa2, err2, pa)
+			}
+			var buf [64]byte
+			if n, err := tr.ReadAt(buf[:], va); n < len(buf) {
+				check(err)
+			}
+			if x := tr.(*translator); x.walk != nil {
+				if _, err := x.walk(va); err != nil {
+					check(err)
+				}
+			}
+			_ = tr.Describe()
+		}
+}
