@@ -40,67 +40,67 @@ func FuzzWalk(f *testing.F) {
 }
 
 func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
-		if len(data) > 64<<12 {
-			return
-		}
-		m := newPhysMem(4096)
-		for i := 0; len(data) > 0; i++ {
-			n := copy(m.page(0x100+uint64(i)), data)
-			data = data[n:]
-		}
-		m.page(0x100)
-		levels := 4
-		if flags&1 != 0 {
-			levels = 5
-		}
-		sme := uint64(0)
-		if flags&2 != 0 {
-			sme = 1 << 47
-		}
-		var x86info, i386info, armInfo *vmcoreinfo.Info
-		x86info, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(init_top_pgt)=ffffffff80100000\nNUMBER(phys_base)=0\n" +
-			map[bool]string{true: "NUMBER(pgtable_l5_enabled)=1\n"}[levels == 5] +
-			map[bool]string{true: "NUMBER(sme_mask)=140737488355328\n"}[sme != 0]))
-		i386lines := "OSRELEASE=f\nSYMBOL(swapper_pg_dir)=c0100000\n"
-		if flags&4 != 0 {
-			i386lines += "CONFIG_X86_PAE=y\n"
-		}
-		i386info, _ = vmcoreinfo.Parse([]byte(i386lines))
-		vaBits := []string{"39", "48", "52", "47"}[flags>>4&3]
-		armInfo, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffff800000100000\nNUMBER(kimage_voffset)=0xffff800000000000\nNUMBER(PHYS_OFFSET)=0x40000000\nNUMBER(VA_BITS)=" + vaBits + "\n"))
-		for _, cfg := range []Config{
-			{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
-			{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
-			{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
-		} {
-			tr, err := New(cfg)
-			if err != nil {
-				if tr != nil {
-					t.Fatalf("%s: error %v with a translator", cfg.Arch, err)
-				}
-				continue
+	if len(data) > 64<<12 {
+		return
+	}
+	m := newPhysMem(4096)
+	for i := 0; len(data) > 0; i++ {
+		n := copy(m.page(0x100+uint64(i)), data)
+		data = data[n:]
+	}
+	m.page(0x100)
+	levels := 4
+	if flags&1 != 0 {
+		levels = 5
+	}
+	sme := uint64(0)
+	if flags&2 != 0 {
+		sme = 1 << 47
+	}
+	var x86info, i386info, armInfo *vmcoreinfo.Info
+	x86info, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(init_top_pgt)=ffffffff80100000\nNUMBER(phys_base)=0\n" +
+		map[bool]string{true: "NUMBER(pgtable_l5_enabled)=1\n"}[levels == 5] +
+		map[bool]string{true: "NUMBER(sme_mask)=140737488355328\n"}[sme != 0]))
+	i386lines := "OSRELEASE=f\nSYMBOL(swapper_pg_dir)=c0100000\n"
+	if flags&4 != 0 {
+		i386lines += "CONFIG_X86_PAE=y\n"
+	}
+	i386info, _ = vmcoreinfo.Parse([]byte(i386lines))
+	vaBits := []string{"39", "48", "52", "47"}[flags>>4&3]
+	armInfo, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffff800000100000\nNUMBER(kimage_voffset)=0xffff800000000000\nNUMBER(PHYS_OFFSET)=0x40000000\nNUMBER(VA_BITS)=" + vaBits + "\n"))
+	for _, cfg := range []Config{
+		{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
+		{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
+		{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
+	} {
+		tr, err := New(cfg)
+		if err != nil {
+			if tr != nil {
+				t.Fatalf("%s: error %v with a translator", cfg.Arch, err)
 			}
-			check := func(err error) {
-				var fe *memory.FaultError
-				if !errors.As(err, &fe) {
-					t.Fatalf("%s: %#x: error %v (%T) is not a FaultError", cfg.Arch, va, err, err)
-				}
+			continue
+		}
+		check := func(err error) {
+			var fe *memory.FaultError
+			if !errors.As(err, &fe) {
+				t.Fatalf("%s: %#x: error %v (%T) is not a FaultError", cfg.Arch, va, err, err)
 			}
-			pa, err := tr.Translate(va)
-			if err != nil {
+		}
+		pa, err := tr.Translate(va)
+		if err != nil {
+			check(err)
+		} else if pa2, err2 := tr.Translate(va); err2 != nil || pa2 != pa {
+			t.Fatalf("%s: %#x: TLB gives %#x, %v; walk gave %#x", cfg.Arch, va, pa2, err2, pa)
+		}
+		var buf [64]byte
+		if n, err := tr.ReadAt(buf[:], va); n < len(buf) {
+			check(err)
+		}
+		if x := tr.(*translator); x.walk != nil {
+			if _, err := x.walk(va); err != nil {
 				check(err)
-			} else if pa2, err2 := tr.Translate(va); err2 != nil || pa2 != pa {
-				t.Fatalf("%s: %#x: TLB gives %#x, %v; walk gave %#x", cfg.Arch, va, pa2, err2, pa)
 			}
-			var buf [64]byte
-			if n, err := tr.ReadAt(buf[:], va); n < len(buf) {
-				check(err)
-			}
-			if x := tr.(*translator); x.walk != nil {
-				if _, err := x.walk(va); err != nil {
-					check(err)
-				}
-			}
-			_ = tr.Describe()
 		}
+		_ = tr.Describe()
+	}
 }

@@ -153,7 +153,7 @@ type translator struct {
 	fast          []FastPath
 	canon         func(uint64) uint64 // nil, or strips pointer tags
 	walk          walkFunc            // nil: no walk
-	noWalk        error    // why walk is nil
+	noWalk        error               // why walk is nil
 	tlb           [tlbSize]tlbEntry
 	stats         Stats
 	layout        Layout
