@@ -1,0 +1,62 @@
+package modsyms
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrCorrupt means a struct module, its symbol table or the module list
+	// is inconsistent: a cycle, a count beyond its cap, a name without its
+	// NUL, a string offset beyond the string table. Typically this
+	// indicates a damaged dump, or layouts that do not belong to the kernel
+	// that wrote it.
+	ErrCorrupt = errors.New("corrupt module data")
+
+	// ErrMissingInfo means a symbol the walk needs (modules, __start_BTF,
+	// __stop_BTF) is not known, or the layout source lacks a struct or field
+	// every kernel has. The dump is not broken; the information is absent.
+	ErrMissingInfo = errors.New("missing information")
+)
+
+// ModuleError reports a module that could not be read. Name is the
+// module's name when it could be read, Addr the address of its struct
+// module.
+type ModuleError struct {
+	Name string
+	Addr uint64
+	Err  error
+}
+
+func (e *ModuleError) Error() string {
+	name := e.Name
+	if name == "" {
+		name = "?"
+	}
+	return fmt.Sprintf("modsyms: module %s (struct module at %#x): %v", name, e.Addr, e.Err)
+}
+
+// Unwrap returns the cause: typically a *memory.FaultError wrapping
+// memory.ErrNotSaved (the module's pages were filtered out of the dump) or
+// an error wrapping ErrCorrupt.
+func (e *ModuleError) Unwrap() error { return e.Err }
+
+// WalkError reports that the module list could not be followed past Addr
+// (a node that cannot be read, a wild pointer, a cycle, or too many
+// modules). Modules found before the break, and those found walking the
+// list backwards from its head, are still returned.
+type WalkError struct {
+	Addr uint64 // the list node where the walk stopped
+	Err  error
+}
+
+func (e *WalkError) Error() string {
+	return fmt.Sprintf("modsyms: module list broken at %#x: %v", e.Addr, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *WalkError) Unwrap() error { return e.Err }
+
+func corrupt(format string, a ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), ErrCorrupt)
+}

@@ -1,0 +1,315 @@
+package modsyms
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+)
+
+// Caps on counts read from a dump. Each is far beyond any real kernel;
+// a value past one is corruption, reported instead of allocated.
+const (
+	// MaxModules bounds the module list walk (a few hundred on large
+	// servers; the kernel has no hard limit).
+	MaxModules = 1 << 14
+	// MaxSymbols bounds num_symtab of one module (amdgpu, among the largest,
+	// keeps about 20k core symbols with KALLSYMS_ALL).
+	MaxSymbols = 1 << 20
+	// MaxStrtab bounds the bytes of one module's string table read.
+	MaxStrtab = 32 << 20
+	// MaxExports bounds num_syms (a module's EXPORT_SYMBOLs).
+	MaxExports = 1 << 18
+	// readChunk is the largest single read; bigger tables are read in
+	// chunks of this size, so a lying count costs at most one chunk beyond
+	// what memory really holds.
+	readChunk = 4 << 20
+)
+
+// KsymNameLen is KSYM_NAME_LEN since v6.1 (128 before): /proc/kallsyms
+// truncates names to KsymNameLen-1 bytes.
+const KsymNameLen = 512
+
+// State is enum module_state.
+type State uint32
+
+// Module states (include/linux/module.h).
+const (
+	StateLive     State = 0
+	StateComing   State = 1
+	StateGoing    State = 2
+	StateUnformed State = 3
+)
+
+func (s State) String() string {
+	switch s {
+	case StateLive:
+		return "Live"
+	case StateComing:
+		return "Loading"
+	case StateGoing:
+		return "Unloading"
+	case StateUnformed:
+		return "Unformed"
+	}
+	return fmt.Sprintf("State(%d)", uint32(s))
+}
+
+// Region is one block of a module's memory.
+type Region struct {
+	// Name is the mod_mem_type constant on v6.4+ ("MOD_TEXT", "MOD_DATA",
+	// ...), "core" or "init" for the module_layout / module_core kernels.
+	Name string
+	Base uint64
+	Size uint64
+	// TextSize is how many bytes at Base are code: Size for MOD_TEXT and
+	// MOD_INIT_TEXT, 0 for other mem[] regions, text_size for layouts.
+	TextSize uint64
+	// Init reports an init region (freed once the module's init returns).
+	Init bool
+}
+
+// Module is one module of the list, as /proc/modules describes it plus
+// what modsyms read from it.
+type Module struct {
+	Name  string
+	Addr  uint64 // address of the struct module
+	State State
+	// Regions lists the module's memory in the kernel's own order.
+	Regions []Region
+	// Size is /proc/modules' size column: the sum of every region's size
+	// (init regions are 0 once init has run).
+	Size uint64
+	// CoreSize is the sum of the non-init regions.
+	CoreSize uint64
+	// TextBase is /proc/modules' address column: mem[MOD_TEXT].base on
+	// v6.4+, core_layout.base before, module_core before v4.5.
+	TextBase uint64
+	// RefCount is /proc/modules' refcount column; HasRefCount is false
+	// when the kernel has no refcnt (CONFIG_MODULE_UNLOAD off) or it could
+	// not be read.
+	RefCount    int64
+	HasRefCount bool
+	// Deps lists the modules using this one (/proc/modules' fourth column,
+	// without "[permanent]"); nil when unknown.
+	Deps []string
+	// NumSymtab is num_symtab of the symbol table read (including index 0
+	// and unnamed symbols that /proc/kallsyms skips).
+	NumSymtab uint64
+	// Symbols is the module's symbol index, named "module:NAME"; nil when
+	// Err says why it could not be read.
+	Symbols *symfinder.Index
+	// Err is non-nil when the module's symbols could not be read (Symbols
+	// is nil) or were read only in part (Symbols is set: for example the
+	// export table was missing, so every type letter is lower case). It is
+	// a *ModuleError.
+	Err error
+}
+
+// Options tune Load. The zero value suits a 64-bit little-endian kernel
+// with BTF.
+type Options struct {
+	// Layout is where struct offsets come from. Nil means the vmlinux BTF
+	// in the dump, found through __start_BTF and __stop_BTF; supply a
+	// btflayout.Open'ed vmlinux or BTF file, or a btflayout.ParseTable'd
+	// table, for kernels without CONFIG_DEBUG_INFO_BTF.
+	Layout btflayout.Source
+	// ByteOrder of the target; nil means that of the BTF when the layout
+	// is BTF, otherwise little endian.
+	ByteOrder binary.ByteOrder
+	// PointerSize of the target, 4 or 8; 0 means 8.
+	PointerSize int
+	// KsymNameLen is the kernel's KSYM_NAME_LEN (512 since v6.1, 128
+	// before): names longer than KsymNameLen-1 are truncated as
+	// /proc/kallsyms truncates them. 0 means 512.
+	KsymNameLen int
+	// TypeInSize says, for kernels without typetab (before v5.2), that the
+	// type letter was kept in st_size (v5.0 and v5.1) rather than in
+	// st_info (before v5.0). Sizes are then unknown.
+	TypeInSize bool
+}
+
+// Symbols resolves a vmlinux symbol to its address.
+type Symbols func(name string) (uint64, bool)
+
+// FromFinder returns a Symbols that asks f by name (typically the kallsyms
+// index of vmlinux).
+func FromFinder(f symfinder.Finder) Symbols {
+	return func(name string) (uint64, bool) {
+		var addr uint64
+		var ok bool
+		_ = f.Find(symfinder.Query{Kind: symfinder.ByName, Name: name}, func(s symfinder.Symbol) bool {
+			addr, ok = s.Addr, true
+			return false
+		})
+		return addr, ok
+	}
+}
+
+// loader carries the state of one Load.
+type loader struct {
+	kmem    memory.Reader
+	bo      binary.ByteOrder
+	ptr     uint64
+	nameLen int
+	opt     Options
+	l       *layout
+	ksym    *ksymLayout // validated struct kernel_symbol layout, once known
+}
+
+// Load walks the modules list of a dump and reads every module's symbols.
+//
+// It returns the set of modules and a nil error when every module loaded.
+// Modules fail one by one: a module whose pages were filtered out of the
+// dump is listed with Symbols nil and Err set, and Load returns the set
+// together with an error joining every *ModuleError (and a *WalkError when
+// the list itself broke). Load returns a nil set only when nothing could be
+// walked: no layouts (ErrMissingInfo, btflayout.ErrNoBTF), no modules
+// symbol (ErrMissingInfo), or the list head unreadable.
+func Load(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
+	ld := &loader{kmem: kmem, opt: opt, bo: opt.ByteOrder, ptr: uint64(opt.PointerSize), nameLen: opt.KsymNameLen}
+	if ld.ptr == 0 {
+		ld.ptr = 8
+	}
+	if ld.ptr != 4 && ld.ptr != 8 {
+		return nil, fmt.Errorf("modsyms: pointer size %d: %w", ld.ptr, errors.ErrUnsupported)
+	}
+	if ld.nameLen <= 0 {
+		ld.nameLen = KsymNameLen
+	}
+	src := opt.Layout
+	if src == nil {
+		start, ok1 := syms("__start_BTF")
+		stop, ok2 := syms("__stop_BTF")
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("modsyms: no struct layouts: __start_BTF/__stop_BTF not in the symbol table: %w", btflayout.ErrNoBTF)
+		}
+		b, err := btflayout.FromMemory(kmem, start, stop)
+		if err != nil {
+			return nil, fmt.Errorf("modsyms: no struct layouts: %w", err)
+		}
+		src = b
+	}
+	if ld.bo == nil {
+		ld.bo = binary.LittleEndian
+		if b, ok := src.(*btflayout.BTF); ok {
+			ld.bo = b.ByteOrder()
+		}
+	}
+	l, err := resolveLayout(src, ld.ptr)
+	if err != nil {
+		return nil, err
+	}
+	ld.l = l
+	head, ok := syms("modules")
+	if !ok {
+		return nil, fmt.Errorf("modsyms: symbol modules not found (kallsyms without KALLSYMS_ALL?): %w", ErrMissingInfo)
+	}
+	return ld.load(head)
+}
+
+// Layout-independent helpers.
+
+func (ld *loader) uint(b []byte, f fld) (uint64, bool) {
+	if !f.ok || f.off+f.size > uint64(len(b)) || f.off+f.size < f.off {
+		return 0, false
+	}
+	p := b[f.off:]
+	switch f.size {
+	case 1:
+		return uint64(p[0]), true
+	case 2:
+		return uint64(ld.bo.Uint16(p)), true
+	case 4:
+		return uint64(ld.bo.Uint32(p)), true
+	case 8:
+		return ld.bo.Uint64(p), true
+	}
+	return 0, false
+}
+
+func (ld *loader) pointer(addr uint64) (uint64, error) {
+	return memory.Pointer(ld.kmem, ld.bo, int(ld.ptr), addr)
+}
+
+// readTable reads n bytes at addr: in one read when n ≤ readChunk,
+// otherwise in readChunk pieces, so memory grows only with what exists.
+func (ld *loader) readTable(addr, n uint64) ([]byte, error) {
+	if addr+n < addr {
+		return nil, corrupt("table at %#x of %d bytes wraps the address space", addr, n)
+	}
+	if n <= readChunk {
+		buf := make([]byte, n)
+		if err := memory.ReadFull(ld.kmem, buf, addr); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	var buf []byte
+	for off := uint64(0); off < n; off += readChunk {
+		k := min(n-off, readChunk)
+		buf = append(buf, make([]byte, k)...)
+		if err := memory.ReadFull(ld.kmem, buf[off:off+k], addr+off); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// readPrefix reads up to n bytes at addr and returns what could be read
+// before the first fault (at least min bytes, or an error).
+func (ld *loader) readPrefix(addr, n, least uint64) ([]byte, error) {
+	buf, err := ld.readTable(addr, least)
+	if err != nil {
+		return nil, err
+	}
+	if n <= least {
+		return buf, nil
+	}
+	ext := make([]byte, n-least)
+	k, _ := ld.kmem.ReadAt(ext, addr+least)
+	k = max(0, min(k, len(ext)))
+	return append(buf, ext[:k]...), nil
+}
+
+func cstr(b []byte) ([]byte, bool) {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i], true
+	}
+	return b, false
+}
+
+func toUpper(c byte) byte {
+	if c >= 'a' && c <= 'z' {
+		return c - 'a' + 'A'
+	}
+	return c
+}
+
+func toLower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c - 'A' + 'a'
+	}
+	return c
+}
+
+func printable(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
+func quoteName(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f }) {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
