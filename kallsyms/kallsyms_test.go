@@ -1,0 +1,211 @@
+package kallsyms
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// dumpAll formats a finder's symbols as /proc/kallsyms lines.
+func dumpAll(t testing.TB, f symfinder.Finder, ptr int) string {
+	var b strings.Builder
+	err := f.Find(symfinder.Query{Kind: symfinder.All}, func(s symfinder.Symbol) bool {
+		fmt.Fprintf(&b, "%0*x %c %s\n", 2*ptr, s.Addr, s.Kind, s.Name)
+		return true
+	})
+	require.NoError(t, err)
+	return b.String()
+}
+
+func collect(t testing.TB, f symfinder.Finder, q symfinder.Query) []symfinder.Symbol {
+	var out []symfinder.Symbol
+	require.NoError(t, f.Find(q, func(s symfinder.Symbol) bool { out = append(out, s); return true }))
+	return out
+}
+
+func optsFor(g gen) Options { return Options{ByteOrder: g.bo, PtrSize: g.ptr} }
+
+func TestLoadGenerations(t *testing.T) {
+	for _, g := range gens {
+		t.Run(g.name, func(t *testing.T) {
+			s := build(g, makeSyms(g, 3000))
+			want := procKallsyms(s.syms, g.ptr)
+			for _, mode := range []struct {
+				name string
+				info *vmcoreinfo.Info
+				opt  Options
+				src  string
+			}{
+				{"vmcoreinfo", s.info, optsFor(g), "vmcoreinfo"},
+				{"vmcoreinfo-autodetect", s.info, Options{}, "vmcoreinfo"},
+				// scan: added with the scanner
+			} {
+				t.Run(mode.name, func(t *testing.T) {
+					if mode.name == "vmcoreinfo-autodetect" && g.ptr == 4 {
+						mode.opt.PtrSize = 4 // VMCOREINFO of i386 names no architecture; _stext decides
+					}
+					res, err := Load(s.mem, mode.info, mode.opt)
+					require.NoError(t, err)
+					assert.Equal(t, mode.src, res.Layout.Source)
+					assert.Equal(t, g.enc, res.Layout.Encoding, res.Describe())
+					assert.Equal(t, len(s.syms), res.Layout.NumSyms)
+					assert.Equal(t, s.labels["kallsyms_markers"], res.Layout.Markers.Addr)
+					assert.Equal(t, s.labels["kallsyms_seqs_of_names"], res.Layout.SeqsOfNames.Addr)
+					assert.Equal(t, s.labels["kallsyms_names"], res.Layout.Names.Addr)
+					got := dumpAll(t, res.Index, g.ptr)
+					require.Equal(t, want, got)
+
+					lz := mode.opt
+					lz.Lazy = true
+					lres, err := Load(s.mem, mode.info, lz)
+					require.NoError(t, err)
+					require.NotNil(t, lres.Lazy)
+					compareFinders(t, res.Index, lres.Lazy, s.syms)
+				})
+			}
+		})
+	}
+}
+
+// compareFinders checks that two finders answer every query alike.
+func compareFinders(t *testing.T, a, b symfinder.Finder, syms []sym) {
+	t.Helper()
+	all := symfinder.Query{Kind: symfinder.All}
+	require.Equal(t, collect(t, a, all), collect(t, b, all))
+	for i, y := range syms {
+		if i%7 != 0 && y.name != "_end" && y.name != "_stext" && i != len(syms)-2 {
+			continue
+		}
+		for _, addr := range []uint64{y.addr, y.addr + 1, y.addr - 1} {
+			q := symfinder.Query{Kind: symfinder.ByAddr, Addr: addr}
+			require.Equal(t, collect(t, a, q), collect(t, b, q), "addr %#x", addr)
+		}
+		q := symfinder.Query{Kind: symfinder.ByName, Name: y.name}
+		ga := collect(t, a, q)
+		require.NotEmpty(t, ga, y.name)
+		require.Equal(t, ga, collect(t, b, q), y.name)
+	}
+	for _, n := range []string{"", "no_such_symbol", "zzzz", "_", "dup_static_fn"} {
+		q := symfinder.Query{Kind: symfinder.ByName, Name: n}
+		require.Equal(t, collect(t, a, q), collect(t, b, q), n)
+	}
+}
+
+func TestSizesAndTypes(t *testing.T) {
+	g := gens[5] // 6.12-style
+	s := build(g, makeSyms(g, 1000))
+	res, err := Load(s.mem, s.info, Options{})
+	require.NoError(t, err)
+	ix := res.Index
+	for i := 0; i+1 < len(s.syms); i++ {
+		size, derived := ix.Size(i)
+		require.True(t, derived)
+		next := s.syms[i+1].addr
+		for j := i + 1; j < len(s.syms) && next == s.syms[i].addr; j++ {
+			next = s.syms[j].addr
+		}
+		if next > s.syms[i].addr {
+			require.Equal(t, next-s.syms[i].addr, size, s.syms[i].name)
+		}
+	}
+	// _end is the last symbol and ends the derived range (KALLSYMS_ALL).
+	last := ix.Len() - 1
+	assert.Equal(t, "_end", string(ix.NameBytes(last)))
+	size, _ := ix.Size(last)
+	assert.Zero(t, size)
+	sym, ok := ix.Lookup(s.stext + 3)
+	require.True(t, ok)
+	assert.Equal(t, "_text", sym.Name) // the first of the alias group, as the kernel reports
+}
+
+// TestBigSymbolType states where the live kernel printed a wrong type letter:
+// before "kallsyms: Fix wrong "big" kernel symbol type read from procfs"
+// (v6.18, stable backports) /proc/kallsyms took the type from the token of
+// the second prefix byte. We print the letter the kernel meant.
+func TestBigSymbolType(t *testing.T) {
+	g := gens[7]
+	s := build(g, makeSyms(g, 1000))
+	res, err := Load(s.mem, s.info, Options{})
+	require.NoError(t, err)
+	assert.True(t, res.Layout.BigNames)
+	found := false
+	for i, y := range s.syms {
+		off := s.namesOff[i]
+		if s.names[off]&0x80 == 0 {
+			continue
+		}
+		found = true
+		buggy := s.tokTab[s.tokIdx[s.names[off+1]]]
+		got := res.Index.Symbol(i)
+		assert.Equal(t, y.name, got.Name)
+		assert.Equal(t, byte('t'), got.Kind)
+		assert.NotEqual(t, buggy, got.Kind, "pre-6.18 kernels printed %q for %s", buggy, y.name)
+	}
+	assert.True(t, found)
+}
+
+func TestDescribe(t *testing.T) {
+	g := gens[0]
+	s := build(g, makeSyms(g, 600))
+	res, err := Load(s.mem, s.info, Options{})
+	require.NoError(t, err)
+	d := res.Describe()
+	assert.Contains(t, d, "vmcoreinfo")
+	assert.Contains(t, d, "absolute per-CPU")
+	assert.Contains(t, d, "markers")
+	regs := res.Layout.Regions()
+	require.NotEmpty(t, regs)
+	for i := 1; i < len(regs); i++ {
+		assert.LessOrEqual(t, regs[i-1].Addr+regs[i-1].Size, regs[i].Addr)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	g := gens[5]
+	s := build(g, makeSyms(g, 1000))
+
+	t.Run("no info, no scan", func(t *testing.T) {
+		_, err := Load(s.mem, s.infoBare, Options{NoScan: true})
+		require.ErrorIs(t, err, ErrMissingInfo)
+		require.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
+	})
+	t.Run("huge num_syms", func(t *testing.T) {
+		m := &memMap{base: s.mem.base, data: append([]byte(nil), s.mem.data...)}
+		na := s.labels["kallsyms_num_syms"]
+		g.bo.PutUint32(m.data[na-m.base:], 1_000_000_000)
+		_, err := Load(m, s.info, Options{})
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.ErrorIs(t, err, memory.ErrCorrupt)
+		var fe *FormatError
+		require.True(t, errors.As(err, &fe))
+		assert.Equal(t, na, fe.Addr)
+	})
+	t.Run("bad marker", func(t *testing.T) {
+		m := &memMap{base: s.mem.base, data: append([]byte(nil), s.mem.data...)}
+		ma := s.labels["kallsyms_markers"]
+		g.bo.PutUint32(m.data[ma+4-m.base:], 0x1234)
+		_, err := Load(m, s.info, Options{})
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "marker")
+	})
+	t.Run("wrong _stext", func(t *testing.T) {
+		info, err := vmcoreinfo.Parse([]byte(strings.Replace(string(s.info.Raw()), fmt.Sprintf("SYMBOL(_stext)=%x", s.stext), "SYMBOL(_stext)=ffffffff81000040", 1)))
+		require.NoError(t, err)
+		_, err = Load(s.mem, info, Options{})
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "_stext")
+	})
+	t.Run("unsaved names", func(t *testing.T) {
+		m := &memMap{base: s.mem.base, data: s.mem.data[:s.labels["kallsyms_names"]+100-s.mem.base]}
+		_, err := Load(m, s.info, Options{})
+		require.ErrorIs(t, err, memory.ErrNotSaved)
+	})
+}

@@ -1,0 +1,457 @@
+package kallsyms
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// FinderName is the name Load's finders answer to in a symfinder.Chain.
+const FinderName = "kallsyms"
+
+// Result is what Load found: where the tables are and a finder over them.
+type Result struct {
+	Layout Layout
+	// Index holds every symbol in the kernel's order; nil with
+	// Options.Lazy.
+	Index *symfinder.Index
+	// Lazy decodes on demand; nil without Options.Lazy.
+	Lazy *Lazy
+}
+
+// Finder returns the Index or the Lazy finder, whichever Load built.
+func (r *Result) Finder() symfinder.Finder {
+	if r.Lazy != nil {
+		return r.Lazy
+	}
+	return r.Index
+}
+
+// Describe says how the tables were found and encoded (Layout.Describe).
+func (r *Result) Describe() string { return r.Layout.Describe() }
+
+// Load locates the kallsyms tables in kernel virtual memory kmem, validates
+// them and returns their symbols, in the kernel's own order (the order of
+// the vmlinux part of /proc/kallsyms) with the kernel's type letters and
+// sizes derived from the next higher address.
+//
+// The tables are taken from Options.Tables, else from VMCOREINFO's
+// SYMBOL(kallsyms_*) lines (v6.0+), else found by scanning the kernel image
+// (see Options.ImageStart). Errors wrap ErrMissingInfo (and
+// vmcoreinfo.ErrMissingInfo) when nothing says where to look, ErrNotFound
+// when a scan finds nothing, ErrCorrupt (a *FormatError naming the check
+// and address) when tables do not validate, and *memory.FaultError when
+// memory they need is not in the dump.
+func Load(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*Result, error) {
+	t, err := open(kmem, info, opt)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	if opt.Lazy {
+		res.Lazy = newLazy(t, info)
+	} else {
+		ix, err := t.expandAll(info)
+		if err != nil {
+			return nil, err
+		}
+		res.Index = ix
+	}
+	res.Layout = t.lay
+	return res, nil
+}
+
+// open locates the tables and chooses the address encoding.
+func open(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*tables, error) {
+	c := newConfig(info, opt)
+	var l *located
+	var err error
+	a := opt.Tables
+	switch {
+	case a.Names != 0 && a.TokenTable != 0 && a.TokenIndex != 0:
+		l, err = fromAddrs(kmem, c, a, "options")
+	case hasVmcoreinfoTables(info):
+		for _, s := range []struct {
+			p    *uint64
+			name string
+		}{
+			{&a.Names, "kallsyms_names"}, {&a.TokenTable, "kallsyms_token_table"},
+			{&a.TokenIndex, "kallsyms_token_index"}, {&a.NumSyms, "kallsyms_num_syms"},
+			{&a.Offsets, "kallsyms_offsets"}, {&a.RelativeBase, "kallsyms_relative_base"},
+			{&a.Addresses, "kallsyms_addresses"},
+		} {
+			if *s.p == 0 {
+				*s.p, _ = info.Symbol(s.name)
+			}
+		}
+		l, err = fromAddrs(kmem, c, a, "vmcoreinfo")
+	case opt.NoScan:
+		return nil, fmt.Errorf("%w: SYMBOL(kallsyms_names), SYMBOL(kallsyms_token_table) or SYMBOL(kallsyms_token_index), and scanning is off", ErrMissingInfo)
+	default:
+		l, err = scan(kmem, c, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := choose(l, info); err != nil {
+		return nil, err
+	}
+	return l.t, nil
+}
+
+func hasVmcoreinfoTables(info *vmcoreinfo.Info) bool {
+	for _, s := range []string{"kallsyms_names", "kallsyms_token_table", "kallsyms_token_index"} {
+		if _, ok := info.Symbol(s); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// pointerValued are VMCOREINFO SYMBOL() entries whose value is what a
+// pointer holds, not the variable's address (formats.md §1.6).
+var pointerValued = map[string]bool{"mem_section": true, "vmemmap": true}
+
+// anchors returns VMCOREINFO's SYMBOL() entries that should equal the
+// address of the kallsyms symbol of the same name, _stext first.
+func anchors(info *vmcoreinfo.Info) []anchor {
+	var out []anchor
+	if v, ok := info.Symbol("_stext"); ok {
+		out = append(out, anchor{"_stext", v})
+	}
+	if info == nil {
+		return out
+	}
+	for _, l := range info.Lines() {
+		name, ok := strings.CutPrefix(l.Key, "SYMBOL(")
+		if !ok || !strings.HasSuffix(name, ")") {
+			continue
+		}
+		name = strings.TrimSuffix(name, ")")
+		if name == "_stext" || pointerValued[name] {
+			continue
+		}
+		if v, ok := info.Symbol(name); ok {
+			out = append(out, anchor{name, v})
+		}
+	}
+	return out
+}
+
+type anchor struct {
+	name string
+	addr uint64
+}
+
+// hasAt reports whether a symbol called name sits at addr, assuming the
+// decoded addresses are sorted (a wrong encoding just fails the test).
+func (t *tables) hasAt(name string, addr uint64) (bool, error) {
+	var buf [maxExpanded]byte
+	const maxAliases = 4096 // an alias group larger than this is not a real kernel
+	for j, k := t.lowerBound(addr), 0; j < t.n && k < maxAliases && t.addrAt(j) == addr; j, k = j+1, k+1 {
+		e, err := t.expandAt(buf[:0], j)
+		if err != nil {
+			return false, err
+		}
+		if len(e) > 0 && string(e[1:]) == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// choose picks the address table and encoding whose decoded _stext equals
+// VMCOREINFO's. When several do, the one matching most other VMCOREINFO
+// symbols wins; a tie is an error. Without any anchor, exactly one
+// candidate must decode to non-decreasing addresses.
+func choose(l *located, info *vmcoreinfo.Info) error {
+	t := l.t
+	anc := anchors(info)
+	t.mask = ^uint64(0)
+	if t.lay.PtrSize == 4 {
+		t.mask = 0xffffffff
+	}
+	type pick struct {
+		c     addrCand
+		enc   Encoding
+		raw   []byte
+		base  uint64
+		score int
+	}
+	var picks []pick
+	var errs []error
+	for _, c := range l.cands {
+		width := uint64(4)
+		if c.encs[0] == Absolute {
+			width = uint64(t.lay.PtrSize)
+		}
+		raw, err := readChunked(t.r, c.table, width*uint64(t.n), "address table")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var base uint64
+		if c.relBase != 0 {
+			if base, err = memory.Pointer(t.r, t.bo, t.lay.PtrSize, c.relBase); err != nil {
+				errs = append(errs, fmt.Errorf("kallsyms: relative_base at %#x: %w", c.relBase, err))
+				continue
+			}
+		}
+		for _, enc := range c.encs {
+			t.enc, t.addrRaw, t.base, t.tableVA = enc, raw, base, c.table
+			score := 0
+			if len(anc) == 0 {
+				if !t.sorted() {
+					errs = append(errs, corrupt(c.table, 0, "%s does not decode to sorted addresses", enc))
+					continue
+				}
+			} else {
+				ok, err := t.hasAt(anc[0].name, anc[0].addr)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					errs = append(errs, corrupt(c.table, anc[0].addr, "%s at %#x does not put %s at VMCOREINFO's address", enc, c.table, anc[0].name))
+					continue
+				}
+				score = 1
+			}
+			picks = append(picks, pick{c, enc, raw, base, score})
+		}
+	}
+	if len(picks) > 1 {
+		// Break the tie with the other anchors.
+		best, tie := -1, false
+		for i := range picks {
+			p := &picks[i]
+			t.enc, t.addrRaw, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table
+			if !t.sorted() {
+				continue
+			}
+			for _, a := range anc[min(1, len(anc)):] {
+				if ok, _ := t.hasAt(a.name, a.addr); ok {
+					p.score++
+				}
+			}
+			switch {
+			case best < 0 || p.score > picks[best].score:
+				best, tie = i, false
+			case p.score == picks[best].score:
+				tie = true
+			}
+		}
+		if best < 0 || tie {
+			return corrupt(t.lay.Names.Addr, uint64(len(picks)), "%d address encodings validate equally; cannot choose", len(picks))
+		}
+		picks = picks[best : best+1]
+	}
+	if len(picks) == 0 {
+		return fmt.Errorf("kallsyms: no address table validates: %w", errors.Join(errs...))
+	}
+	p := picks[0]
+	t.enc, t.addrRaw, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table
+	width := uint64(4)
+	if p.enc == Absolute {
+		width = uint64(t.lay.PtrSize)
+	}
+	t.lay.Encoding = p.enc
+	t.lay.Addresses = Region{p.c.table, width * uint64(t.n)}
+	if p.c.relBase != 0 && (p.enc == BaseRelative || p.enc == AbsolutePercpu) {
+		t.lay.RelativeBaseAt = Region{p.c.relBase, uint64(t.lay.PtrSize)}
+		t.lay.RelativeBase = p.base
+	}
+	t.lay.Order = p.c.order
+	seqs := l.seqs
+	if p.c.seqs != 0 {
+		seqs = p.c.seqs
+	}
+	if seqs != 0 {
+		t.lay.SeqsOfNames = Region{seqs, 3 * uint64(t.n)}
+	}
+	return nil
+}
+
+// sorted reports whether the decoded addresses never decrease.
+func (t *tables) sorted() bool {
+	prev := uint64(0)
+	for i := range t.n {
+		a := t.addrAt(i)
+		if a < prev {
+			return false
+		}
+		prev = a
+	}
+	return true
+}
+
+// readSeqs reads seqs_of_names and checks it is a permutation.
+func (t *tables) readSeqs() ([]uint32, error) {
+	r := t.lay.SeqsOfNames
+	raw, err := readChunked(t.r, r.Addr, r.Size, "kallsyms_seqs_of_names")
+	if err != nil {
+		return nil, err
+	}
+	perm := make([]uint32, t.n)
+	seen := make([]uint64, (t.n+63)/64)
+	for j := range perm {
+		v := uint32(raw[3*j])<<16 | uint32(raw[3*j+1])<<8 | uint32(raw[3*j+2])
+		if int(v) >= t.n || seen[v/64]&(1<<(v%64)) != 0 {
+			return nil, corrupt(r.Addr+uint64(3*j), uint64(v), "kallsyms_seqs_of_names[%d] is not part of a permutation", j)
+		}
+		seen[v/64] |= 1 << (v % 64)
+		perm[j] = v
+	}
+	return perm, nil
+}
+
+// readNames reads all of names in one piece (chunked) unless a scan already
+// holds them.
+func (t *tables) readNames() error {
+	if t.whole != nil {
+		return nil
+	}
+	b, err := readChunked(t.r, t.lay.Names.Addr, uint64(t.namesLen), "kallsyms_names")
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.whole = b
+	t.blocks = nil
+	t.mu.Unlock()
+	return nil
+}
+
+// expandAll decodes every symbol into an Index, checking every marker,
+// the sort order, and VMCOREINFO's symbols on the way.
+func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
+	if err := t.readNames(); err != nil {
+		return nil, err
+	}
+	names := t.whole
+	b := symfinder.NewBuilder(FinderName, "")
+	b.Grow(t.n, 2*len(names))
+	var buf [maxExpanded + 16]byte
+	f := newFilter(info)
+	off := 0
+	prev := uint64(0)
+	for i := range t.n {
+		if i&255 == 0 && uint32(off) != t.markers[i>>8] {
+			return nil, corrupt(t.lay.Markers.Addr+uint64((i>>8)*t.lay.MarkerSize), uint64(t.markers[i>>8]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", i>>8, i, off)
+		}
+		codes, next, ok := entry(names, off, t.big)
+		if !ok {
+			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed", i)
+		}
+		e := t.tok.expand(buf[:0], names[codes:next])
+		if len(e) == 0 || len(e) > maxExpanded {
+			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(len(e)), "names entry %d expands to %d bytes", i, len(e))
+		}
+		a := t.addrAt(i)
+		if a < prev {
+			return nil, corrupt(t.lay.Addresses.Addr, uint64(i), "symbol %d is below the one before it", i)
+		}
+		prev = a
+		f.check(e[1:], a)
+		b.Add(a, e[0], e[1:])
+		off = next
+	}
+	if off != t.namesLen {
+		return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
+	}
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	b.SetDerivedEnd(f.end())
+	if t.lay.SeqsOfNames.Addr != 0 {
+		perm, err := t.readSeqs()
+		if err != nil {
+			return nil, err
+		}
+		b.SetNameOrder(perm)
+	}
+	return b.Build()
+}
+
+// filter watches the expansion for the names VMCOREINFO gives addresses of
+// and for the section ends sizes are derived from, at about a nanosecond a
+// symbol: a mask by first byte and length decides whether to look closer.
+type filter struct {
+	mask  [256]uint64
+	want  map[string]uint64 // VMCOREINFO address; 0 for the ends
+	seen  map[string]bool   // seen at the VMCOREINFO address
+	other map[string]uint64 // seen elsewhere
+	ends  map[string]uint64
+}
+
+var endNames = []string{"_end", "_etext", "_einittext"}
+
+func newFilter(info *vmcoreinfo.Info) *filter {
+	f := &filter{want: map[string]uint64{}, seen: map[string]bool{}, other: map[string]uint64{}, ends: map[string]uint64{}}
+	add := func(name string, v uint64) {
+		if name == "" {
+			return
+		}
+		f.mask[name[0]] |= 1 << (len(name) & 63)
+		if _, ok := f.want[name]; !ok {
+			f.want[name] = v
+		}
+	}
+	for _, n := range endNames {
+		add(n, 0)
+	}
+	for _, a := range anchors(info) {
+		f.want[a.name] = a.addr
+		add(a.name, a.addr)
+	}
+	return f
+}
+
+func (f *filter) check(name []byte, a uint64) {
+	if len(name) == 0 || f.mask[name[0]]>>(len(name)&63)&1 == 0 {
+		return
+	}
+	v, ok := f.want[string(name)]
+	if !ok {
+		return
+	}
+	for _, n := range endNames {
+		if bytes.Equal(name, []byte(n)) {
+			if _, dup := f.ends[n]; !dup {
+				f.ends[n] = a
+			}
+		}
+	}
+	if v == 0 {
+		return
+	}
+	if a == v {
+		f.seen[string(name)] = true
+	} else {
+		f.other[string(name)] = a
+	}
+}
+
+// err reports a VMCOREINFO symbol found only at another address.
+func (f *filter) err() error {
+	for name, a := range f.other {
+		if !f.seen[name] {
+			return corrupt(a, f.want[name], "symbol %s decodes to %#x, VMCOREINFO says %#x", name, a, f.want[name])
+		}
+	}
+	return nil
+}
+
+// end is where the highest symbol ends, as the kernel derives it: _end
+// with KALLSYMS_ALL, else the end of (init) text.
+func (f *filter) end() uint64 {
+	var e uint64
+	for _, v := range f.ends {
+		e = max(e, v)
+	}
+	return e
+}

@@ -1,0 +1,229 @@
+package kallsyms
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// tokens is the expanded token table, laid out for fast expansion: every
+// token of at most 16 bytes sits in a fixed 16-byte slot, copied whole.
+type tokens struct {
+	short [256][16]byte
+	n     [256]uint16
+	long  [256][]byte // tokens longer than 16 bytes
+}
+
+func newTokens(table []byte, index *[256]uint16) *tokens {
+	t := &tokens{}
+	for c := range 256 {
+		s := table[index[c]:]
+		l := 0
+		for s[l] != 0 {
+			l++
+		}
+		t.n[c] = uint16(l)
+		if l > 16 {
+			t.long[c] = s[:l:l]
+		} else {
+			copy(t.short[c][:], s[:l])
+		}
+	}
+	return t
+}
+
+// expand appends the expansion of codes to dst.
+func (t *tokens) expand(dst []byte, codes []byte) []byte {
+	for _, c := range codes {
+		l := int(t.n[c])
+		if l > 16 {
+			dst = append(dst, t.long[c]...)
+			continue
+		}
+		o := len(dst)
+		if cap(dst)-o < 16 {
+			dst = append(dst[:cap(dst)], make([]byte, 64+cap(dst))...)[:o]
+		}
+		dst = dst[:o+16]
+		*(*[16]byte)(dst[o:]) = t.short[c]
+		dst = dst[:o+l]
+	}
+	return dst
+}
+
+// entry parses the names entry at off: it returns the offset of its code
+// bytes and of the next entry, or ok false when the entry runs past b or
+// has a zero length.
+func entry(b []byte, off int, big bool) (codes, next int, ok bool) {
+	if off >= len(b) {
+		return 0, 0, false
+	}
+	l := int(b[off])
+	codes = off + 1
+	if big && l&0x80 != 0 {
+		if codes >= len(b) || b[codes]&0x80 != 0 {
+			return 0, 0, false
+		}
+		l = l&0x7f | int(b[codes])<<7
+		codes++
+	}
+	next = codes + l
+	if l == 0 || l > maxCodes || next > len(b) {
+		return 0, 0, false
+	}
+	return codes, next, true
+}
+
+// walk skips count entries from off and returns the offset after them, or
+// -1 when an entry is malformed. sawBig reports a prefix with its high bit
+// set (which the two length rules read differently).
+func walk(b []byte, off, count int, big bool) (end int, sawBig bool) {
+	for range count {
+		if off < len(b) && b[off]&0x80 != 0 {
+			sawBig = true
+		}
+		_, next, ok := entry(b, off, big)
+		if !ok {
+			return -1, sawBig
+		}
+		off = next
+	}
+	return off, sawBig
+}
+
+// tables is what both the whole and the lazy decoder read: located and
+// validated tables with the token table, markers and raw address table in
+// memory.
+type tables struct {
+	r   memory.Reader
+	lay Layout
+	bo  binary.ByteOrder
+	tok *tokens
+	n   int
+	big bool
+
+	markers  []uint32 // offsets in names of every 256th entry
+	namesLen int      // bytes of names, exactly
+
+	// Address table, raw, and how to decode it.
+	addrRaw []byte
+	enc     Encoding
+	base    uint64
+	tableVA uint64
+	mask    uint64 // 0xffffffff on 32-bit kernels
+
+	mu     sync.Mutex
+	whole  []byte   // all of names when read
+	blocks []*block // decoded blocks of 256 entries, filled on demand
+}
+
+type block struct {
+	raw  []byte
+	offs []uint32 // entry starts within raw, plus the end
+}
+
+// addrAt decodes the address of entry i.
+func (t *tables) addrAt(i int) uint64 {
+	return decodeAddr(t.enc, t.addrRaw, i, t.bo, t.lay.PtrSize, t.base, t.tableVA) & t.mask
+}
+
+func decodeAddr(enc Encoding, raw []byte, i int, bo binary.ByteOrder, ptr int, base, tableVA uint64) uint64 {
+	if enc == Absolute {
+		if ptr == 8 {
+			return bo.Uint64(raw[8*i:])
+		}
+		return uint64(bo.Uint32(raw[4*i:]))
+	}
+	v := bo.Uint32(raw[4*i:])
+	switch enc {
+	case BaseRelative:
+		return base + uint64(v)
+	case AbsolutePercpu:
+		if int32(v) >= 0 {
+			return uint64(v)
+		}
+		return base - 1 - uint64(int64(int32(v)))
+	case PlaceRelative:
+		return tableVA + 4*uint64(i) + uint64(int64(int32(v)))
+	case Offsets32:
+		return uint64(v)
+	}
+	return 0
+}
+
+// blockCount is the number of 256-entry blocks.
+func (t *tables) blockCount() int { return len(t.markers) }
+
+// block returns block k of names, reading and walking it on first use.
+func (t *tables) block(k int) (*block, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.blocks == nil {
+		t.blocks = make([]*block, len(t.markers))
+	}
+	if b := t.blocks[k]; b != nil {
+		return b, nil
+	}
+	start := int(t.markers[k])
+	end := t.namesLen
+	if k+1 < len(t.markers) {
+		end = int(t.markers[k+1])
+	}
+	var raw []byte
+	if t.whole != nil {
+		raw = t.whole[start:end]
+	} else {
+		raw = make([]byte, end-start)
+		addr := t.lay.Names.Addr + uint64(start)
+		if err := memory.ReadFull(t.r, raw, addr); err != nil {
+			return nil, fmt.Errorf("kallsyms: names block %d at %#x: %w", k, addr, err)
+		}
+	}
+	count := min(256, t.n-256*k)
+	b := &block{raw: raw, offs: make([]uint32, count+1)}
+	off := 0
+	for j := range count {
+		b.offs[j] = uint32(off)
+		_, next, ok := entry(raw, off, t.big)
+		if !ok {
+			return nil, corrupt(t.lay.Names.Addr+uint64(start+off), uint64(256*k+j), "names entry %d is malformed", 256*k+j)
+		}
+		off = next
+	}
+	if off != len(raw) {
+		return nil, corrupt(t.lay.Names.Addr+uint64(start+off), uint64(k), "names block %d does not end at the next marker", k)
+	}
+	b.offs[count] = uint32(off)
+	t.blocks[k] = b
+	return b, nil
+}
+
+// expandAt appends the expansion (type letter first) of entry i to dst.
+func (t *tables) expandAt(dst []byte, i int) ([]byte, error) {
+	b, err := t.block(i >> 8)
+	if err != nil {
+		return dst, err
+	}
+	codes, next, _ := entry(b.raw, int(b.offs[i&255]), t.big)
+	return t.tok.expand(dst, b.raw[codes:next]), nil
+}
+
+// lowerBound returns the first index whose decoded address is >= a,
+// assuming the table is sorted.
+func (t *tables) lowerBound(a uint64) int {
+	lo, hi := 0, t.n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.addrAt(m) < a {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func alignUp(v, a uint64) uint64   { return (v + a - 1) &^ (a - 1) }
+func alignDown(v, a uint64) uint64 { return v &^ (a - 1) }
