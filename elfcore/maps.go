@@ -161,13 +161,27 @@ func (m *segMap) ReadAt(p []byte, addr uint64) (int, error) {
 // Range is an inclusive range of addresses [Start, Last].
 type Range struct{ Start, Last uint64 }
 
-// PhysicalRanges returns the disjoint physical ranges Physical can read,
-// in ascending order (zero-filled tails included), for callers that walk
-// saved memory, such as a scan for the VMCOREINFO note.
+// PhysicalRanges returns the disjoint physical ranges whose data the file
+// holds, in ascending order, for callers that walk saved memory (a scan
+// for the VMCOREINFO note, a comparison with another dump). Zero-filled
+// tails (p_filesz < p_memsz) are left out: they were not saved, and
+// makedumpfile -E writes excluded pages that way.
 func (f *File) PhysicalRanges() []Range {
-	out := make([]Range, len(f.phys.starts))
+	var out []Range
 	for i, s := range f.phys.starts {
-		out[i] = Range{s, f.phys.pieces[i].last}
+		pc := &f.phys.pieces[i]
+		if s-pc.base >= pc.filesz {
+			continue
+		}
+		last := pc.last
+		if fileLast := pc.base + pc.filesz - 1; fileLast < last {
+			last = fileLast
+		}
+		if n := len(out); n > 0 && out[n-1].Last+1 == s {
+			out[n-1].Last = last // adjacent: merge
+			continue
+		}
+		out = append(out, Range{s, last})
 	}
 	return out
 }

@@ -349,7 +349,7 @@ func TestCorruptInfo(t *testing.T) {
 }
 
 func TestKdumpRecognised(t *testing.T) {
-	for _, head := range []string{"KDUMP   ", "makedumpfile\x00\x00\x00\x00"} {
+	for _, head := range []string{"KDUMP   "} {
 		b := append([]byte(head), make([]byte, 8192)...)
 		_, err := OpenReaderAt(bytes.NewReader(b), int64(len(b)), Options{})
 		require.Error(t, err)

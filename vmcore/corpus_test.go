@@ -1,0 +1,161 @@
+package vmcore
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// wantFormat is what Format should say for each corpus dump.
+var wantFormat = map[testutil.DumpFormat]string{
+	testutil.DumpQEMUELF:       "elf",
+	testutil.DumpQEMUELFFixed:  "elf",
+	testutil.DumpQEMUKdumpZlib: "kdump-flattened",
+	testutil.DumpZlib:          "kdump",
+	testutil.DumpLZO:           "kdump",
+	testutil.DumpSnappy:        "kdump",
+	testutil.DumpRaw:           "kdump",
+	testutil.DumpZstd:          "kdump",
+	testutil.DumpELF:           "elf",
+	testutil.DumpFlat:          "kdump-flattened",
+	testutil.DumpSplit:         "kdump-split",
+}
+
+// corpusDumps yields the guests with at least one cached dump, skipping
+// the test when there are none.
+func corpusDumps(t *testing.T) []*testutil.CorpusGuest {
+	t.Helper()
+	var out []*testutil.CorpusGuest
+	for _, g := range testutil.Corpus(t) {
+		if len(g.AvailableDumps()) > 0 {
+			out = append(out, g)
+		}
+	}
+	if len(out) == 0 {
+		t.Skipf("no corpus dumps in %s: run testdata/vmcores/generate (needs root, qemu, network to Debian's archive)", testutil.CorpusCacheDir(t))
+	}
+	return out
+}
+
+// TestCorpusOpen opens every cached dump of every guest and checks its
+// VMCOREINFO against the guest's captured text and uname -r.
+func TestCorpusOpen(t *testing.T) {
+	for _, g := range corpusDumps(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			truth := g.VMCOREINFO(t)
+			release := g.Uname(t)
+			for _, f := range g.AvailableDumps() {
+				t.Run(string(f), func(t *testing.T) {
+					paths, _ := g.DumpPaths(f)
+					d, err := Open(paths...)
+					require.NoError(t, err)
+					defer d.Close()
+					assert.Equal(t, wantFormat[f], d.Format())
+					assert.Equal(t, string(bytes.TrimRight(truth, "\x00")), string(bytes.TrimRight(d.VMCOREINFO(), "\x00")))
+					require.NotNil(t, d.Info(), "InfoErr: %v", d.InfoErr())
+					assert.Equal(t, release, d.Info().OSRelease())
+					assert.NotEmpty(t, d.InfoSource())
+					assert.Equal(t, "x86_64", d.Arch().Name)
+					assert.Equal(t, 8, d.Arch().PtrSize)
+					assert.Equal(t, 4096, d.PageSize())
+					if strings.HasPrefix(string(f), "qemu") {
+						assert.NotEmpty(t, d.CPUs(), "QEMU writes one NT_PRSTATUS per CPU")
+					}
+					k, err := d.Kernel()
+					require.NoError(t, err)
+					stext, ok := d.Info().Symbol("_stext")
+					require.True(t, ok)
+					var b [16]byte
+					require.NoError(t, memory.ReadFull(k, b[:], stext), "reading _stext")
+				})
+			}
+		})
+	}
+}
+
+// TestCorpusScan forces the memory scan and checks that it finds the note
+// where the guest's /sys/kernel/vmcoreinfo said it was.
+func TestCorpusScan(t *testing.T) {
+	for _, g := range corpusDumps(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			addr, _ := g.VMCOREINFOSys(t)
+			truth := bytes.TrimRight(g.VMCOREINFO(t), "\x00")
+			for _, f := range g.AvailableDumps() {
+				t.Run(string(f), func(t *testing.T) {
+					paths, _ := g.DumpPaths(f)
+					d, err := OpenWith(Options{ForceScan: true}, paths...)
+					require.NoError(t, err)
+					defer d.Close()
+					assert.Equal(t, fmt.Sprintf("memory-scan at %#x", addr), d.InfoSource())
+					assert.Equal(t, string(truth), string(bytes.TrimRight(d.VMCOREINFO(), "\x00")))
+				})
+			}
+		})
+	}
+}
+
+// TestCorpusSamePages compares physical pages across the formats of one
+// guest against qemu-fixed.elf, which holds every page: makedumpfile's
+// outputs were written from it and must match it byte for byte on every
+// page they saved (for makedumpfile -E, the file-backed parts of its
+// segments, not the zero-filled excluded tails). QEMU's own ELF and kdump
+// dumps were taken one after the other from the panicked guest and are
+// held to the same standard.
+func TestCorpusSamePages(t *testing.T) {
+	const samples = 3000
+	for _, g := range corpusDumps(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			refPaths, ok := g.DumpPaths(testutil.DumpQEMUELFFixed)
+			if !ok {
+				refPaths = g.RequireDump(t, testutil.DumpQEMUELF)
+			}
+			ref, err := Open(refPaths...)
+			require.NoError(t, err)
+			defer ref.Close()
+			for _, f := range g.AvailableDumps() {
+				t.Run(string(f), func(t *testing.T) {
+					paths, _ := g.DumpPaths(f)
+					d, err := Open(paths...)
+					require.NoError(t, err)
+					defer d.Close()
+					ps := uint64(d.PageSize())
+					var pages []uint64
+					d.be.ranges(func(start, last uint64) bool {
+						for a := start; a <= last && a >= start; a += ps {
+							pages = append(pages, a)
+						}
+						return true
+					})
+					require.NotEmpty(t, pages)
+					step := max(1, len(pages)/samples)
+					want := make([]byte, ps)
+					got := make([]byte, ps)
+					var compared, differ int
+					for i := 0; i < len(pages); i += step {
+						a := pages[i]
+						require.NoError(t, memory.ReadFull(d.Physical(), got, a), "page %#x", a)
+						if err := memory.ReadFull(ref.Physical(), want, a); err != nil {
+							t.Errorf("page %#x saved in %s but not in the reference: %v", a, f, err)
+							continue
+						}
+						compared++
+						if !bytes.Equal(want, got) {
+							differ++
+							if differ <= 5 {
+								t.Errorf("page %#x differs from the reference", a)
+							}
+						}
+					}
+					t.Logf("%d pages saved, %d compared, %d differ", len(pages), compared, differ)
+				})
+			}
+		})
+	}
+}
