@@ -1,0 +1,119 @@
+package modsyms
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
+)
+
+// truthSymbols resolves vmlinux symbols from the guest's captured
+// /proc/kallsyms (until kallsyms decoding is wired in here, the addresses
+// modsyms needs: modules, __start_BTF, __stop_BTF).
+func truthSymbols(entries []testutil.KallsymsEntry) Symbols {
+	m := map[string]uint64{}
+	for _, e := range entries {
+		if e.Kind == testutil.SymVmlinux {
+			if _, dup := m[e.Name]; !dup {
+				m[e.Name] = e.Addr
+			}
+		}
+	}
+	return func(name string) (uint64, bool) { a, ok := m[name]; return a, ok }
+}
+
+// moduleLines renders what modsyms found as /proc/kallsyms lines.
+func moduleLines(t testing.TB, set *Set) []string {
+	var out []string
+	err := set.Find(symfinder.Query{Kind: symfinder.All}, func(s symfinder.Symbol) bool {
+		out = append(out, fmt.Sprintf("%016x %c %s\t[%s]", s.Addr, s.Kind, s.Name, s.Module))
+		return true
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// TestCorpus reproduces, for every cached dump of every corpus guest, the
+// module part of the guest's /proc/kallsyms line for line and its
+// /proc/modules (name, size, refcount, users, state, address), with struct
+// layouts from the BTF inside the dump.
+func TestCorpus(t *testing.T) {
+	any := false
+	for _, g := range testutil.Corpus(t) {
+		dumps := g.AvailableDumps()
+		if len(dumps) == 0 {
+			continue
+		}
+		any = true
+		t.Run(g.Name, func(t *testing.T) {
+			entries := g.Kallsyms(t)
+			// The module block: the run of module lines after the core
+			// symbols. ftrace's saved init-function names (printed with
+			// their module's name) follow it and are not modsyms'.
+			var want []string
+			started := false
+			for _, e := range entries {
+				if e.Kind == testutil.SymModule {
+					started = true
+					want = append(want, fmt.Sprintf("%016x %c %s\t[%s]", e.Addr, e.Type, e.Name, e.Module))
+				} else if started {
+					break
+				}
+			}
+			procMods := g.Modules(t)
+			syms := truthSymbols(entries)
+			for _, f := range dumps {
+				t.Run(string(f), func(t *testing.T) {
+					paths, _ := g.DumpPaths(f)
+					d, err := vmcore.Open(paths...)
+					require.NoError(t, err)
+					defer d.Close()
+					k, err := d.Kernel()
+					require.NoError(t, err)
+					set, err := Load(k, syms, Options{})
+					require.NoError(t, err)
+
+					got := moduleLines(t, set)
+					require.LessOrEqual(t, len(got), len(want))
+					assert.Equal(t, want[:len(got)], got)
+					if extra := want[len(got):]; len(extra) > 0 {
+						t.Logf("%d module-named lines after the module block (ftrace init names), e.g. %s", len(extra), extra[0])
+					}
+					// The module block ends where the next module's name
+					// would not continue the list: check that no module in
+					// /proc/modules is missing instead.
+					require.Len(t, set.Modules(), len(procMods))
+					for i, pm := range procMods {
+						m := set.Modules()[i]
+						assert.Equal(t, pm.Name, m.Name)
+						assert.Equal(t, pm.Size, m.Size, "size of %s", pm.Name)
+						assert.Equal(t, pm.Addr, m.TextBase, "address of %s", pm.Name)
+						assert.Equal(t, pm.State, m.State.String(), "state of %s", pm.Name)
+						if m.HasRefCount {
+							assert.Equal(t, int64(pm.Refcount), m.RefCount, "refcount of %s", pm.Name)
+						}
+						if m.Deps != nil {
+							var deps []string
+							for _, d := range pm.Deps {
+								if d != "[permanent]" {
+									deps = append(deps, d)
+								}
+							}
+							assert.Equal(t, strings.Join(deps, ","), strings.Join(m.Deps, ","), "users of %s", pm.Name)
+						}
+						assert.NoError(t, m.Err)
+					}
+				})
+			}
+		})
+	}
+	if !any {
+		t.Skipf("no corpus dumps in %s: run testdata/vmcores/generate", testutil.CorpusCacheDir(t))
+	}
+}
