@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
@@ -66,6 +67,11 @@ func pageContent(pfn uint64, bs int) []byte {
 	return p
 }
 
+var (
+	zstdEncOnce sync.Once
+	zstdEnc     *zstd.Encoder
+)
+
 func compressPage(t testing.TB, codec uint32, p []byte) []byte {
 	switch codec {
 	case StatusZlib:
@@ -77,11 +83,10 @@ func compressPage(t testing.TB, codec uint32, p []byte) []byte {
 	case StatusSnappy:
 		return snappy.Encode(nil, p)
 	case StatusZstd:
-		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e.EncodeAll(p, nil)
+		zstdEncOnce.Do(func() {
+			zstdEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+		})
+		return zstdEnc.EncodeAll(p, nil)
 	case StatusLZO:
 		return lzoEncode(p)
 	}
