@@ -65,10 +65,10 @@ type Layout struct {
 	ScanHit uint64
 
 	ByteOrder binary.ByteOrder
-	PtrSize   int    // 4 or 8
-	Align     int    // label alignment: pointer size before v7.0, 4 from v7.0
-	NumSyms   int    // symbols in the tables
-	BigNames  bool   // two-byte length prefixes (v6.1+) were used to walk names
+	PtrSize   int  // 4 or 8
+	Align     int  // label alignment: pointer size before v7.0, 4 from v7.0
+	NumSyms   int  // symbols in the tables
+	BigNames  bool // two-byte length prefixes (v6.1+) were used to walk names
 	Encoding  Encoding
 	// RelativeBase is the value of kallsyms_relative_base where the
 	// encoding uses one.

@@ -46,7 +46,8 @@ func TestLoadGenerations(t *testing.T) {
 			}{
 				{"vmcoreinfo", s.info, optsFor(g), "vmcoreinfo"},
 				{"vmcoreinfo-autodetect", s.info, Options{}, "vmcoreinfo"},
-				// scan: added with the scanner
+				{"scan", s.infoBare, optsFor(g), "scan"},
+				{"scan-autodetect", s.infoBare, Options{PtrSize: g.ptr}, "scan"},
 			} {
 				t.Run(mode.name, func(t *testing.T) {
 					if mode.name == "vmcoreinfo-autodetect" && g.ptr == 4 {

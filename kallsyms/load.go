@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -98,8 +99,10 @@ func open(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*tables, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := choose(l, info); err != nil {
-		return nil, err
+	if !l.chosen {
+		if err := choose(l, info); err != nil {
+			return nil, err
+		}
 	}
 	return l.t, nil
 }
@@ -223,6 +226,13 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 			}
 			picks = append(picks, pick{c, enc, raw, base, score})
 		}
+	}
+	if t.lay.PtrSize == 4 {
+		// On 32-bit kernels absolute addresses and v7.0's 32-bit offsets
+		// are the same bytes; keep one reading of a table.
+		picks = slices.DeleteFunc(picks, func(p pick) bool {
+			return p.enc == Absolute && slices.ContainsFunc(picks, func(q pick) bool { return q.enc == Offsets32 && q.c.table == p.c.table })
+		})
 	}
 	if len(picks) > 1 {
 		// Break the tie with the other anchors.

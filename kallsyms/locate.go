@@ -98,6 +98,8 @@ type located struct {
 	seqs  uint64 // seqs_of_names implied by the markers position; 0 none
 	order string // emission order implied by the markers position, if any
 	cands []addrCand
+	// chosen: the scan already chose the address encoding.
+	chosen bool
 }
 
 // readTokens reads and validates token_index at ti and token_table at tt,
