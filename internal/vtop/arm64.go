@@ -25,6 +25,7 @@ type arm64 struct {
 	lpa64K    bool // 64K granule, 52-bit PA: PA[51:48] = desc[15:12]
 	lpa2      bool // 4K/16K, 52-bit: PA[49:48] = desc[49:48], PA[51:50] = desc[9:8]
 	maxBlock  uint // largest block mapping shift allowed
+	buf       [8]byte
 }
 
 // oa returns the output address of descriptor e (page aligned).
@@ -49,7 +50,7 @@ func (a *arm64) walkFrom(root, va uint64) (uint64, error) {
 	}
 	ps := a.pageShift
 	table := root
-	var buf [8]byte
+	buf := a.buf[:] // not on the stack: it would escape through memory.Reader
 	for l := a.levels; l >= 1; l-- {
 		shift := ps + (ps-3)*uint(l-1)
 		bits := ps - 3
@@ -57,10 +58,10 @@ func (a *arm64) walkFrom(root, va uint64) (uint64, error) {
 			bits = a.vaBits - shift
 		}
 		at := table + (va>>shift&(1<<bits-1))*8
-		if err := memory.ReadFull(a.phys, buf[:], at); err != nil {
+		if err := memory.ReadFull(a.phys, buf, at); err != nil {
 			return 0, memory.Fault(orig, space, fmt.Sprintf("%s entry at physical %#x", levelName(l, a.levels), at), err)
 		}
-		e := a.bo.Uint64(buf[:])
+		e := a.bo.Uint64(buf)
 		switch e & armDescTypeMask {
 		case armDescTable:
 			if l == 1 {

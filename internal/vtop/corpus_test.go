@@ -24,6 +24,9 @@ const moduleNameOffset = 24
 // of /proc/kallsyms translates, the walk agreeing with the fast paths.
 // It opens dumps through vmcore, which vtop cannot import: an external test.
 func TestCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("corpus dumps are slow to open; skipped with -short")
+	}
 	ran := false
 	for _, g := range testutil.Corpus(t) {
 		t.Run(g.Name, func(t *testing.T) {

@@ -18,6 +18,7 @@ type i386 struct {
 	bo   binary.ByteOrder
 	pae  bool
 	root uint64
+	buf  [8]byte
 }
 
 func (x *i386) walkFrom(root, va uint64) (uint64, error) {
@@ -26,7 +27,7 @@ func (x *i386) walkFrom(root, va uint64) (uint64, error) {
 	}
 	if !x.pae { // 2 levels of 1024 4-byte entries; 4 MiB pages (PSE, PSE-36)
 		at := root + (va>>22)*4
-		e, err := readEntry(x.phys, x.bo, 4, va, "pgd", at)
+		e, err := x.entry(4, va, "pgd", at)
 		if err != nil {
 			return 0, err
 		}
@@ -37,7 +38,7 @@ func (x *i386) walkFrom(root, va uint64) (uint64, error) {
 			return e&0xffc00000 | (e>>13&0xff)<<32 | va&0x3fffff, nil
 		}
 		at = e&0xfffff000 + (va>>12&1023)*4
-		if e, err = readEntry(x.phys, x.bo, 4, va, "pte", at); err != nil {
+		if e, err = x.entry(4, va, "pte", at); err != nil {
 			return 0, err
 		}
 		if e&x86Present == 0 {
@@ -51,7 +52,7 @@ func (x *i386) walkFrom(root, va uint64) (uint64, error) {
 		name := [3]string{"pgd", "pmd", "pte"}[l]
 		idx := va >> shift & 511
 		at := table + idx*8
-		e, err := readEntry(x.phys, x.bo, 8, va, name, at)
+		e, err := x.entry(8, va, name, at)
 		if err != nil {
 			return 0, err
 		}
@@ -125,4 +126,16 @@ func newI386(cfg Config) (*translator, error) {
 	}
 	t.walk = func(va uint64) (uint64, error) { return x.walkFrom(x.root, va) }
 	return t, nil
+}
+
+// entry reads a size-byte entry into x's scratch buffer (a local one would
+// escape through memory.Reader and cost an allocation per level).
+func (x *i386) entry(size int, va uint64, level string, at uint64) (uint64, error) {
+	if err := memory.ReadFull(x.phys, x.buf[:size], at); err != nil {
+		return 0, memory.Fault(va, space, fmt.Sprintf("%s entry at physical %#x", level, at), err)
+	}
+	if size == 4 {
+		return uint64(x.bo.Uint32(x.buf[:4])), nil
+	}
+	return x.bo.Uint64(x.buf[:]), nil
 }

@@ -48,6 +48,7 @@ type x86 struct {
 	root   uint64
 	levels int
 	sme    uint64
+	buf    [8]byte
 }
 
 var x86Level = [6]string{1: "pte", 2: "pmd", 3: "pud", 4: "p4d", 5: "pgd"}
@@ -69,14 +70,14 @@ func (x *x86) walkFrom(root, va uint64) (uint64, error) {
 		return 0, memory.Fault(va, space, fmt.Sprintf("non-canonical address for %d-level paging", x.levels), ErrNotMapped)
 	}
 	table := root
-	var buf [8]byte
+	buf := x.buf[:] // not on the stack: it would escape through memory.Reader
 	for l := x.levels; l >= 1; l-- {
 		shift := 12 + 9*uint(l-1)
 		at := table + (va>>shift&511)*8
-		if err := memory.ReadFull(x.phys, buf[:], at); err != nil {
+		if err := memory.ReadFull(x.phys, buf, at); err != nil {
 			return 0, memory.Fault(va, space, fmt.Sprintf("%s entry at physical %#x", x.level(l), at), err)
 		}
-		e := x.bo.Uint64(buf[:])
+		e := x.bo.Uint64(buf)
 		if e&x86Present == 0 {
 			return 0, notPresent(va, x.level(l), e, at)
 		}
