@@ -30,9 +30,13 @@ type DumpInfo struct {
 	MaxMapnr      uint64         `json:"max_mapnr,omitempty"`
 	Pages         uint64         `json:"pages,omitempty"` // page descriptors (kdump) or bytes/4096 in PT_LOADs (elf)
 	Codecs        map[string]int `json:"codecs,omitempty"`
-	PTLoads       int            `json:"pt_loads,omitempty"`
-	PTLoadFileSz  uint64         `json:"pt_load_filesz,omitempty"`
-	PTLoadMemSz   uint64         `json:"pt_load_memsz,omitempty"`
+	// SharedDescs counts descriptors whose data offset other descriptors
+	// share: makedumpfile's and QEMU's single all-zero page (with -d 31 the
+	// zero pages excluded while writing still get that descriptor).
+	SharedDescs  int    `json:"shared_descs,omitempty"`
+	PTLoads      int    `json:"pt_loads,omitempty"`
+	PTLoadFileSz uint64 `json:"pt_load_filesz,omitempty"`
+	PTLoadMemSz  uint64 `json:"pt_load_memsz,omitempty"`
 }
 
 func printJSON(v any) error {
@@ -167,6 +171,15 @@ func kdumpInfo(r io.ReaderAt) (*DumpInfo, error) {
 	descs := make([]byte, 24*n)
 	if _, err := r.ReadAt(descs, (1+subBlocks+bmBlocks)*bs); err != nil {
 		return nil, fmt.Errorf("page descriptors: %w", err)
+	}
+	offs := map[uint64]int{}
+	for i := uint64(0); i < n; i++ {
+		offs[le.Uint64(descs[24*i:])]++
+	}
+	for _, c := range offs {
+		if c > 1 {
+			info.SharedDescs += c
+		}
 	}
 	for i := uint64(0); i < n; i++ {
 		flags := le.Uint32(descs[24*i+12:])
