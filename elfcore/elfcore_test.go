@@ -388,7 +388,7 @@ func TestPhysicalRanges(t *testing.T) {
 	f := open(t, (&elfcoretest.Builder{Segments: []elfcoretest.Segment{
 		{Paddr: 0x1000, Data: make([]byte, 0x1000)},
 		{Paddr: 0x2000, Data: make([]byte, 0x800), Memsz: 0x2000}, // adjacent, zero tail
-		{Paddr: 0x8000, Memsz: 0x1000},                             // nothing saved
+		{Paddr: 0x8000, Memsz: 0x1000},                            // nothing saved
 		{Paddr: 0x9000, Data: make([]byte, 0x10)},
 	}}).Bytes())
 	assert.Equal(t, []Range{{0x1000, 0x27ff}, {0x9000, 0x900f}}, f.PhysicalRanges())

@@ -39,7 +39,9 @@ func FuzzOpen(f *testing.F) {
 		compress(f, "xz", smallCore(true, le, elf.EM_X86_64)),
 		compress(f, "zstd", smallCore(false, le, elf.EM_X86_64)),
 		compress(f, "gzip", smallCore(true, le, elf.EM_X86_64)),
-		append([]byte("KDUMP   \x06\x00\x00\x00"), make([]byte, 8192)...),
+		kdumpBytes(map[uint64][]byte{1: pattern(4096, 1), 3: pattern(4096, 3)}, 16,
+			[]elfcoretest.Note{{Name: "CORE", Type: 1, Desc: elfcoretest.PRStatusX86_64(le, 1, 2, 3)}, elfcoretest.VMCOREINFONote(infoX86)}),
+		kdumpBytes(map[uint64][]byte{0: append(make([]byte, 0x100), append(noteBytes(le, infoX86), make([]byte, 4096)...)...)[:4096]}, 8, nil),
 		append([]byte("makedumpfile\x00\x00\x00\x00"), make([]byte, 4096)...),
 	}
 	for _, s := range seeds {
