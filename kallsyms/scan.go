@@ -22,6 +22,11 @@ const tokenBackWindow = 4096
 // in all) and token_index after it.
 const tokenFwdWindow = 8192
 
+// minScanMarkers is the fewest markers a scan accepts: a kernel with
+// kallsyms has tens of thousands of symbols (30k–250k observed), and a
+// single zero word, which is all one marker is, occurs everywhere.
+const minScanMarkers = 2
+
 // scan looks for the tables in the kernel image, for kernels whose
 // VMCOREINFO does not export them (< v6.0): the token table by its digit
 // run, token_index by its offsets, then markers, names and num_syms walking
@@ -242,13 +247,17 @@ func findNames(r memory.Reader, c config, imgStart, tt uint64, algn uint64, msz 
 		if ms < winLo {
 			step := max(uint64(readChunk), winLo-ms)
 			nlo := winLo - min(step, winLo-lo)
-			more := make([]byte, winLo-nlo)
-			if err := memory.ReadFull(r, more, nlo); err != nil {
-				errs = append(errs, err)
+			more, err := readBack(r, nlo, winLo, c.page)
+			win = append(more, win...)
+			winLo -= uint64(len(more))
+			if ms < winLo {
+				// Memory before is missing (freed init pages are
+				// filtered out of makedumpfile dumps): stop here.
+				if err != nil {
+					errs = append(errs, err)
+				}
 				break
 			}
-			win = append(more, win...)
-			winLo = nlo
 		}
 		if elem(ms) != 0 {
 			continue
@@ -262,7 +271,7 @@ func findNames(r memory.Reader, c config, imgStart, tt uint64, algn uint64, msz 
 			}
 			run++
 		}
-		for m := run; m >= 1; m-- {
+		for m := run; m >= minScanMarkers; m-- {
 			mb := alignUp(uint64(m*msz), algn)
 			if ms+mb > tt {
 				continue
@@ -386,4 +395,28 @@ func namesBefore(r memory.Reader, c config, ms uint64, m, msz int, algn uint64, 
 		return nil, corrupt(ms, uint64(m), "no names and num_syms fit kallsyms_markers at %#x", ms)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// readBack reads the longest readable tail of [lo, hi): in 64 KiB pieces
+// from hi downwards, then page by page inside the piece that faults. It
+// returns the bytes read and the fault that stopped it, if any.
+func readBack(r memory.Reader, lo, hi, page uint64) ([]byte, error) {
+	const piece = 64 << 10
+	out := make([]byte, hi-lo)
+	at := hi
+	for at > lo {
+		plo := max(lo, at-min(at-lo, piece))
+		if err := memory.ReadFull(r, out[plo-lo:at-lo], plo); err != nil {
+			for at > plo {
+				glo := max(plo, alignDown(at-1, page))
+				if err := memory.ReadFull(r, out[glo-lo:at-lo], glo); err != nil {
+					return out[at-lo:], err
+				}
+				at = glo
+			}
+			continue
+		}
+		at = plo
+	}
+	return out, nil
 }

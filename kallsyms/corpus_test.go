@@ -1,0 +1,109 @@
+package kallsyms
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// TestCorpus decodes every cached real dump and compares the result with
+// the vmlinux part of the guest's /proc/kallsyms line for line: once with
+// the tables from VMCOREINFO where the kernel exports them (v6.0+), once by
+// scanning the kernel image as for kernels that do not (every dump; the
+// Debian 5.10 ones have no other way), and lazily.
+func TestCorpus(t *testing.T) {
+	any := false
+	for _, g := range testutil.Corpus(t) {
+		dumps := g.AvailableDumps()
+		if len(dumps) == 0 {
+			continue
+		}
+		any = true
+		t.Run(g.Name, func(t *testing.T) {
+			var want strings.Builder
+			for _, e := range g.Kallsyms(t) {
+				if e.Kind != testutil.SymVmlinux {
+					break
+				}
+				fmt.Fprintf(&want, "%016x %c %s\n", e.Addr, e.Type, e.Name)
+			}
+			for _, f := range dumps {
+				t.Run(string(f), func(t *testing.T) {
+					paths, _ := g.DumpPaths(f)
+					d, err := vmcore.Open(paths...)
+					require.NoError(t, err)
+					defer d.Close()
+					k, err := d.Kernel()
+					require.NoError(t, err)
+					info := d.Info()
+					opt := Options{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize}
+					var whole *Result
+					for _, mode := range []string{"vmcoreinfo", "scan"} {
+						o := opt
+						if mode == "scan" {
+							// Hide the kallsyms lines: locate as for < v6.0.
+							o.Tables = TableAddrs{}
+							info = stripKallsyms(t, info)
+						} else if !hasVmcoreinfoTables(info) {
+							continue
+						}
+						start := time.Now()
+						res, err := Load(k, info, o)
+						require.NoError(t, err, mode)
+						t.Logf("%s: %v\n%s", mode, time.Since(start), res.Describe())
+						require.Equal(t, mode, res.Layout.Source)
+						got := dumpAll(t, res.Index, 8)
+						require.Equal(t, want.String(), got, mode)
+						whole = res
+					}
+					o := opt
+					o.Lazy = true
+					lres, err := Load(k, d.Info(), o)
+					require.NoError(t, err)
+					compareCorpus(t, whole.Index, lres.Lazy)
+				})
+			}
+		})
+	}
+	if !any {
+		t.Skipf("no corpus dumps in %s: run testdata/vmcores/generate", testutil.CorpusCacheDir(t))
+	}
+}
+
+// compareCorpus checks lazy == whole on a sample of real symbols.
+func compareCorpus(t *testing.T, ix *symfinder.Index, lz *Lazy) {
+	require.Equal(t, ix.Len(), lz.Len())
+	for i := 0; i < ix.Len(); i += 97 {
+		s := ix.Symbol(i)
+		for _, q := range []symfinder.Query{
+			{Kind: symfinder.ByAddr, Addr: s.Addr},
+			{Kind: symfinder.ByAddr, Addr: s.Addr + 1},
+			{Kind: symfinder.ByName, Name: s.Name},
+		} {
+			require.Equal(t, collect(t, ix, q), collect(t, lz, q), "%v %#x %s", q.Kind, q.Addr, q.Name)
+		}
+	}
+	all := symfinder.Query{Kind: symfinder.All}
+	require.Equal(t, collect(t, ix, all), collect(t, lz, all))
+}
+
+func stripKallsyms(t *testing.T, in *vmcoreinfo.Info) *vmcoreinfo.Info {
+	var b strings.Builder
+	for _, l := range in.Lines() {
+		if strings.HasPrefix(l.Key, "SYMBOL(kallsyms_") {
+			continue
+		}
+		b.WriteString(l.Key + "=" + l.Value + "\n")
+	}
+	out, err := vmcoreinfo.Parse([]byte(b.String()))
+	require.NoError(t, err)
+	return out
+}
