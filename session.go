@@ -1,0 +1,368 @@
+package kdumpsyms
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/kallsyms"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
+)
+
+// Finder names of the sources a Session puts in its chain.
+const (
+	FinderKallsyms     = kallsyms.FinderName // "kallsyms"
+	FinderModules      = modsyms.FinderName  // "modules"
+	FinderVMLinux      = "vmlinux"
+	FinderSystemMap    = "system.map"
+	FinderKallsymsFile = "kallsyms-file"
+)
+
+// Options adjust Open. The zero value decodes everything the dump holds,
+// expanding the kallsyms tables on first use.
+type Options struct {
+	// Dump is passed to vmcore.OpenWith.
+	Dump vmcore.Options
+	// Lazy decodes kallsyms names on demand instead of expanding the whole
+	// table on first use (see kallsyms.Lazy).
+	Lazy bool
+	// Kallsyms tunes the kallsyms decoder; its Lazy field is set from Lazy.
+	Kallsyms kallsyms.Options
+	// Layout is where module struct offsets come from; nil means the BTF in
+	// the dump (see modsyms.Options).
+	Layout btflayout.Source
+	// VMLinux, SystemMap and KallsymsFile name extra symbol files, added to
+	// the chain after the dump's own sources as "vmlinux", "system.map" and
+	// "kallsyms-file". vmlinux and System.map addresses are shifted by the
+	// dump's KASLR offset (VMCOREINFO's KERNELOFFSET).
+	VMLinux, SystemMap, KallsymsFile string
+}
+
+// Session is an open dump and the symbol sources read from it.
+//
+// A Session is safe for concurrent use: reads of kernel memory, which the
+// lazily loaded sources perform, are serialized.
+type Session struct {
+	dump  *vmcore.Dump
+	chain *symfinder.Chain
+	opt   Options
+	stats *Stats
+
+	kmemOnce sync.Once
+	kmem     memory.Reader
+	kmemErr  error
+
+	kallOnce sync.Once
+	kall     *kallsyms.Result
+	kallErr  error
+
+	modOnce sync.Once
+	mods    *modsyms.Set
+	modErr  error
+}
+
+// Open opens the dump in paths (one file, or the parts of a split dump) and
+// builds its symbol chain. Nothing is decoded until a symbol is asked for,
+// except the extra symbol files named in opt, which are read now.
+//
+// Errors are those of vmcore.OpenWith and of reading the extra files.
+func Open(opt Options, paths ...string) (*Session, error) {
+	st := newStats()
+	t := st.begin("open")
+	d, err := vmcore.OpenWith(opt.Dump, paths...)
+	st.end(t)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{dump: d, opt: opt, stats: st}
+	if s.chain, err = s.buildChain(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) buildChain() (*symfinder.Chain, error) {
+	c, err := symfinder.NewChain(
+		&loadingFinder{name: FinderKallsyms, load: func() (symfinder.Finder, error) {
+			r, err := s.Kallsyms()
+			if err != nil {
+				return nil, err
+			}
+			return r.Finder(), nil
+		}},
+		&loadingFinder{name: FinderModules, load: func() (symfinder.Finder, error) {
+			set, err := s.Modules()
+			if set == nil {
+				return nil, err
+			}
+			// Modules that failed alone are reported by Modules; the
+			// others still answer.
+			return set, nil
+		}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	slide, _ := s.KASLROffset()
+	if p := s.opt.VMLinux; p != "" {
+		ix, err := symfinder.OpenELFSymbols(p, slide)
+		if err != nil {
+			return nil, fmt.Errorf("kdumpsyms: vmlinux %s: %w", p, err)
+		}
+		if err := c.Add(renamed{ix, FinderVMLinux}); err != nil {
+			return nil, err
+		}
+	}
+	if p := s.opt.SystemMap; p != "" {
+		f, err := openFile(p, func(fh *os.File) (symfinder.Finder, error) {
+			return symfinder.ParseSystemMap(fh, FinderSystemMap, slide)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Add(f); err != nil {
+			return nil, err
+		}
+	}
+	if p := s.opt.KallsymsFile; p != "" {
+		f, err := openFile(p, func(fh *os.File) (symfinder.Finder, error) {
+			return symfinder.ParseKallsyms(fh, FinderKallsymsFile)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Add(f); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func openFile(path string, parse func(*os.File) (symfinder.Finder, error)) (symfinder.Finder, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kdumpsyms: %w", err)
+	}
+	defer fh.Close()
+	f, err := parse(fh)
+	if err != nil {
+		return nil, fmt.Errorf("kdumpsyms: %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// renamed gives a finder another name.
+type renamed struct {
+	symfinder.Finder
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
+// loadingFinder loads its source on the first Find and remembers the
+// result, error included.
+type loadingFinder struct {
+	name string
+	load func() (symfinder.Finder, error)
+	once sync.Once
+	f    symfinder.Finder
+	err  error
+}
+
+func (l *loadingFinder) Name() string { return l.name }
+
+func (l *loadingFinder) Find(q symfinder.Query, yield func(symfinder.Symbol) bool) error {
+	l.once.Do(func() { l.f, l.err = l.load() })
+	if l.f == nil {
+		return l.err
+	}
+	return l.f.Find(q, yield)
+}
+
+// Dump returns the open dump.
+func (s *Session) Dump() *vmcore.Dump { return s.dump }
+
+// Chain returns the session's finder chain. Callers may add, remove,
+// enable, disable and reorder finders.
+func (s *Session) Chain() *symfinder.Chain { return s.chain }
+
+// Stats returns the time, kernel memory read and heap of each phase done so
+// far.
+func (s *Session) Stats() []Phase { return s.stats.phases() }
+
+// Phase records what callers such as the CLI do outside the session (for
+// example writing output) in the same statistics.
+func (s *Session) Phase(name string, f func() error) error {
+	t := s.stats.begin(name)
+	err := f()
+	s.stats.end(t)
+	return err
+}
+
+// KASLROffset returns VMCOREINFO's KERNELOFFSET.
+func (s *Session) KASLROffset() (uint64, bool) {
+	if in := s.dump.Info(); in != nil {
+		return in.KernelOffset()
+	}
+	return 0, false
+}
+
+// Kernel returns the dump's kernel virtual memory, safe for concurrent use.
+func (s *Session) Kernel() (memory.Reader, error) {
+	s.kmemOnce.Do(func() {
+		t := s.stats.begin("translation")
+		k, err := s.dump.Kernel()
+		if err == nil {
+			s.kmem = &lockedReader{r: k, st: s.stats}
+		}
+		s.kmemErr = err
+		s.stats.end(t)
+	})
+	return s.kmem, s.kmemErr
+}
+
+// Kallsyms decodes the core kernel's symbols, once.
+func (s *Session) Kallsyms() (*kallsyms.Result, error) {
+	s.kallOnce.Do(func() {
+		kmem, err := s.Kernel()
+		if err != nil {
+			s.kallErr = fmt.Errorf("kdumpsyms: kallsyms: %w", err)
+			return
+		}
+		t := s.stats.begin("kallsyms")
+		defer s.stats.end(t)
+		opt := s.opt.Kallsyms
+		opt.Lazy = s.opt.Lazy
+		if opt.PtrSize == 0 {
+			opt.PtrSize = s.dump.Arch().PtrSize
+		}
+		if opt.ByteOrder == nil {
+			opt.ByteOrder = s.dump.Arch().ByteOrder
+		}
+		s.kall, s.kallErr = kallsyms.Load(kmem, s.dump.Info(), opt)
+	})
+	return s.kall, s.kallErr
+}
+
+// Modules walks the module list, once. When some modules fail alone the Set
+// lists them with their errors and the error returned joins them; a nil Set
+// means nothing could be read.
+func (s *Session) Modules() (*modsyms.Set, error) {
+	s.modOnce.Do(func() {
+		k, err := s.Kallsyms()
+		if err != nil {
+			s.modErr = fmt.Errorf("kdumpsyms: modules need the kernel's symbols: %w", err)
+			return
+		}
+		kmem, _ := s.Kernel()
+		syms := modsyms.FromFinder(k.Finder())
+		arch := s.dump.Arch()
+		opt := modsyms.Options{Layout: s.opt.Layout, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize}
+		if opt.Layout == nil {
+			t := s.stats.begin("btf")
+			start, ok1 := syms("__start_BTF")
+			stop, ok2 := syms("__stop_BTF")
+			if !ok1 || !ok2 {
+				s.stats.end(t)
+				s.modErr = fmt.Errorf("kdumpsyms: modules: the kernel's symbols have no __start_BTF/__stop_BTF (kernel built without CONFIG_DEBUG_INFO_BTF?): supply struct layouts from a vmlinux with debug info or a layout table: %w", btflayout.ErrNoBTF)
+				return
+			}
+			b, err := btflayout.FromMemory(kmem, start, stop)
+			s.stats.end(t)
+			if err != nil {
+				s.modErr = fmt.Errorf("kdumpsyms: modules: reading the dump's BTF: %w", err)
+				return
+			}
+			opt.Layout = b
+		}
+		t := s.stats.begin("modules")
+		s.mods, s.modErr = modsyms.Load(kmem, syms, opt)
+		s.stats.end(t)
+	})
+	return s.mods, s.modErr
+}
+
+// Close closes the dump.
+func (s *Session) Close() error { return s.dump.Close() }
+
+// lockedReader serializes reads of a reader that is not safe for
+// concurrent use and counts the bytes read.
+type lockedReader struct {
+	mu sync.Mutex
+	r  memory.Reader
+	st *Stats
+}
+
+func (l *lockedReader) ReadAt(p []byte, addr uint64) (int, error) {
+	l.mu.Lock()
+	n, err := l.r.ReadAt(p, addr)
+	l.mu.Unlock()
+	l.st.addBytes(uint64(n))
+	return n, err
+}
+
+// Phase is one step of the work a session did.
+type Phase struct {
+	Name      string
+	Duration  time.Duration
+	BytesRead uint64 // kernel virtual memory read during the phase
+	HeapAlloc uint64 // bytes allocated on the heap during the phase
+}
+
+// Stats accumulates phases. Phases may nest (a lazy load inside "output"):
+// each phase counts what happened while it ran.
+type Stats struct {
+	mu    sync.Mutex
+	list  []Phase
+	bytes uint64
+}
+
+type phaseStart struct {
+	name  string
+	at    time.Time
+	bytes uint64
+	alloc uint64
+}
+
+func newStats() *Stats { return &Stats{} }
+
+func heapAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+func (st *Stats) begin(name string) phaseStart {
+	st.mu.Lock()
+	b := st.bytes
+	st.mu.Unlock()
+	return phaseStart{name: name, at: time.Now(), bytes: b, alloc: heapAlloc()}
+}
+
+func (st *Stats) end(p phaseStart) {
+	d := time.Since(p.at)
+	alloc := heapAlloc() - p.alloc
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.list = append(st.list, Phase{Name: p.name, Duration: d, BytesRead: st.bytes - p.bytes, HeapAlloc: alloc})
+}
+
+func (st *Stats) addBytes(n uint64) {
+	st.mu.Lock()
+	st.bytes += n
+	st.mu.Unlock()
+}
+
+func (st *Stats) phases() []Phase {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return append([]Phase(nil), st.list...)
+}
+

@@ -1,0 +1,96 @@
+package kdumpsyms_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// kallsymsLine formats a symbol as /proc/kallsyms prints it.
+func kallsymsLine(s symfinder.Symbol) string {
+	l := fmt.Sprintf("%016x %c %s", s.Addr, s.Kind, s.Name)
+	if s.Module != "" {
+		l += "\t[" + s.Module + "]"
+	}
+	return l
+}
+
+// truthLines returns the guest's /proc/kallsyms lines that come from vmlinux
+// and real modules: what the session's kallsyms and modules finders cover.
+func truthLines(t *testing.T, g *testutil.CorpusGuest) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(g.KallsymsText(t)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if i := strings.IndexByte(l, '\t'); i >= 0 {
+			mod := strings.Trim(l[i+1:], "[]")
+			if k := testutil.ClassifyModule(mod); k != testutil.SymModule {
+				continue
+			}
+		}
+		out = append(out, l)
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// TestSessionCorpus checks the whole pipeline on every corpus dump: the
+// session's kallsyms and modules finders print the vmlinux and module lines
+// of the guest's /proc/kallsyms, line for line, lazily and expanded.
+func TestSessionCorpus(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			want := truthLines(t, g)
+			formats := g.AvailableDumps()
+			if len(formats) == 0 {
+				t.Skipf("no dumps of %s in the cache: run testdata/vmcores/generate", g.Name)
+			}
+			for _, f := range formats {
+				for _, lazy := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/lazy=%v", f, lazy), func(t *testing.T) {
+						paths, _ := g.DumpPaths(f)
+						s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: lazy}, paths...)
+						require.NoError(t, err)
+						defer s.Close()
+						var got []string
+						for sym, err := range s.Chain().All() {
+							require.NoError(t, err)
+							got = append(got, kallsymsLine(sym))
+						}
+						assertSameLines(t, want, got)
+					})
+				}
+			}
+		})
+	}
+}
+
+// assertSameLines compares line lists and reports the first differences
+// instead of two huge blobs.
+func assertSameLines(t *testing.T, want, got []string) {
+	t.Helper()
+	diffs := 0
+	for i := 0; i < max(len(want), len(got)) && diffs < 10; i++ {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			t.Errorf("line %d:\n want %q\n  got %q", i+1, w, g)
+			diffs++
+		}
+	}
+	assert.Equal(t, len(want), len(got), "line count")
+}
