@@ -34,6 +34,7 @@ type Dump struct {
 
 	vmcoreinfo, notes, eraseinfo []byte
 
+	shift uint   // log2(block size)
 	mu    sync.Mutex
 	cache pageCache
 	dec   decoders
@@ -153,6 +154,7 @@ func NewDump(parts ...io.ReaderAt) (*Dump, error) {
 	if err := d.readBlobs(); err != nil {
 		return nil, err
 	}
+	d.shift = d.parts[0].ph.shift
 	d.cache.init(d.hdr.BlockSize)
 	return d, nil
 }
@@ -379,16 +381,24 @@ var errExcluded = fmt.Errorf("excluded: %w", memory.ErrNotSaved)
 // fails with a *memory.FaultError whose cause is a *FormatError (ErrCorrupt)
 // naming the pfn and file offset, or an I/O error.
 func (d *Dump) ReadAt(p []byte, paddr uint64) (int, error) {
+	bs := uint64(1) << d.shift
 	d.mu.Lock()
+	// Fast path: a read within one cached page.
+	if off := paddr & (bs - 1); off+uint64(len(p)) <= bs {
+		if pg, ok := d.cache.get(paddr >> d.shift); ok {
+			n := copy(p, pg[off:])
+			d.mu.Unlock()
+			return n, nil
+		}
+	}
 	defer d.mu.Unlock()
-	bs := uint64(d.hdr.BlockSize)
 	n := 0
 	for n < len(p) {
 		a := paddr + uint64(n)
 		if a < paddr {
 			return n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
 		}
-		pg, err := d.page(a >> d.parts[0].ph.shift)
+		pg, err := d.page(a >> d.shift)
 		if err != nil {
 			return n, &memory.FaultError{Addr: a, Space: "physical", Err: err}
 		}
