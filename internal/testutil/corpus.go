@@ -51,16 +51,20 @@ const (
 	DumpLZO           DumpFormat = "mdf-d31-lzo.kdump"    // makedumpfile -l -d 31
 	DumpSnappy        DumpFormat = "mdf-d31-snappy.kdump" // makedumpfile -p -d 31 (only with a snappy-enabled makedumpfile)
 	DumpRaw           DumpFormat = "mdf-d31-raw.kdump"    // makedumpfile -d 31, uncompressed pages (when no snappy)
-	DumpZstd          DumpFormat = "mdf-d31-zstd.kdump"   // makedumpfile -z -d 31
-	DumpELF           DumpFormat = "mdf-d31.elf"          // makedumpfile -E -d 31
-	DumpFlat          DumpFormat = "mdf-d31-zlib.flat"    // makedumpfile -F -c -d 31
-	DumpSplit         DumpFormat = "mdf-d31-zlib-split"   // makedumpfile -c -d 31 --split: files .1 and .2
+	// DumpSnappyReencoded is DumpRaw with its pages re-encoded as makedumpfile
+	// -p stores them (raw snappy blocks, flag 0x4), by the corpus tool: no
+	// Debian makedumpfile is built with snappy.
+	DumpSnappyReencoded DumpFormat = "xform-d31-snappy.kdump"
+	DumpZstd            DumpFormat = "mdf-d31-zstd.kdump" // makedumpfile -z -d 31
+	DumpELF             DumpFormat = "mdf-d31.elf"        // makedumpfile -E -d 31
+	DumpFlat            DumpFormat = "mdf-d31-zlib.flat"  // makedumpfile -F -c -d 31
+	DumpSplit           DumpFormat = "mdf-d31-zlib-split" // makedumpfile -c -d 31 --split: files .1 and .2
 )
 
 // AllDumpFormats lists every DumpFormat, QEMU's first.
 var AllDumpFormats = []DumpFormat{
 	DumpQEMUELF, DumpQEMUELFFixed, DumpQEMUKdumpZlib, DumpZlib, DumpLZO, DumpSnappy,
-	DumpRaw, DumpZstd, DumpELF, DumpFlat, DumpSplit,
+	DumpRaw, DumpSnappyReencoded, DumpZstd, DumpELF, DumpFlat, DumpSplit,
 }
 
 // Files returns the file names of the format (two for DumpSplit).

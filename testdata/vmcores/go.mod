@@ -1,3 +1,5 @@
 module github.com/kdumpsyms/kdumpsyms/testdata/vmcores
 
 go 1.26
+
+require github.com/klauspost/compress v1.20.4

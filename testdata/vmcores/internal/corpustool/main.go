@@ -4,6 +4,7 @@
 //	corpustool fixelf IN OUT      copy a QEMU ELF dump so makedumpfile can read it
 //	corpustool note FILE          print the VMCOREINFO note of an ELF dump
 //	corpustool codecs FILE        print page-codec counts of a dump as JSON
+//	corpustool snappy IN OUT      re-encode a raw-page kdump file with snappy pages
 //	corpustool qmp SOCKET CMD...  run QMP commands (JSON objects) in order
 //	corpustool manifest DIR CACHE write DIR/manifest.json and DIR/SHA256SUMS
 package main
@@ -22,7 +23,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: corpustool fixelf|note|codecs|qmp|manifest ...")
+		return fmt.Errorf("usage: corpustool fixelf|note|codecs|snappy|qmp|manifest ...")
 	}
 	switch cmd, rest := args[0], args[1:]; {
 	case cmd == "fixelf" && len(rest) == 2:
@@ -40,6 +41,8 @@ func run(args []string) error {
 			return err
 		}
 		return printJSON(info)
+	case cmd == "snappy" && len(rest) == 2:
+		return reencodeSnappy(rest[0], rest[1])
 	case cmd == "qmp" && len(rest) >= 1:
 		return qmp(rest[0], rest[1:])
 	case cmd == "manifest" && len(rest) == 2:

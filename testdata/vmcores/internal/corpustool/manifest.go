@@ -130,7 +130,7 @@ func guest(name, gd, cd string) (*Guest, error) {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasPrefix(n, "qemu.") || strings.HasPrefix(n, "qemu-fixed.") || strings.HasPrefix(n, "mdf-")) {
+		if !e.Type().IsRegular() || !(strings.HasPrefix(n, "qemu.") || strings.HasPrefix(n, "qemu-fixed.") || strings.HasPrefix(n, "mdf-") || strings.HasPrefix(n, "xform-")) {
 			continue
 		}
 		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".tmp") || !isDump(filepath.Join(cd, n)) {
