@@ -1,0 +1,123 @@
+package kallsyms
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+)
+
+var (
+	benchOnce sync.Once
+	benchS    *synth
+)
+
+// benchSynth is a 200k-symbol 6.12-style kernel.
+func benchSynth() *synth {
+	benchOnce.Do(func() {
+		g := gens[5]
+		benchS = build(g, makeSyms(g, 200_000))
+	})
+	return benchS
+}
+
+// BenchmarkExpand is a whole Load from memory already in RAM.
+func BenchmarkExpand(b *testing.B) {
+	s := benchSynth()
+	b.SetBytes(int64(len(s.names)))
+	b.ReportAllocs()
+	var ix *symfinder.Index
+	for b.Loop() {
+		res, err := Load(s.mem, s.info, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ix = res.Index
+	}
+	b.ReportMetric(float64(ix.MemoryBytes()-len(namesBytes(ix)))/float64(ix.Len()), "index-B/sym")
+}
+
+func namesBytes(ix *symfinder.Index) []byte {
+	var n []byte
+	for i := range ix.Len() {
+		n = append(n, ix.Kind(i))
+		n = append(n, ix.NameBytes(i)...)
+	}
+	return n
+}
+
+// BenchmarkCopyNames is the floor BenchmarkExpand is measured against: a
+// plain copy of the same expanded names bytes.
+func BenchmarkCopyNames(b *testing.B) {
+	s := benchSynth()
+	res, err := Load(s.mem, s.info, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := namesBytes(res.Index)
+	b.SetBytes(int64(len(s.names)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst := make([]byte, len(src))
+		copy(dst, src)
+	}
+}
+
+func BenchmarkLazyOpen(b *testing.B) {
+	s := benchSynth()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(s.mem, s.info, Options{Lazy: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchFinders(b *testing.B) (symfinder.Finder, symfinder.Finder, *synth) {
+	s := benchSynth()
+	w, err := Load(s.mem, s.info, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := Load(s.mem, s.info, Options{Lazy: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w.Index, l.Lazy, s
+}
+
+func BenchmarkByAddr(b *testing.B) {
+	w, l, s := benchFinders(b)
+	for _, f := range []struct {
+		name string
+		f    symfinder.Finder
+	}{{"expanded", w}, {"lazy", l}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				y := s.syms[(i*7919)%len(s.syms)]
+				i++
+				_ = f.f.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: y.addr + 3}, func(symfinder.Symbol) bool { return false })
+			}
+		})
+	}
+}
+
+func BenchmarkByName(b *testing.B) {
+	w, l, s := benchFinders(b)
+	for _, f := range []struct {
+		name string
+		f    symfinder.Finder
+	}{{"expanded", w}, {"lazy", l}} {
+		b.Run(f.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				y := s.syms[(i*7919)%len(s.syms)]
+				i++
+				_ = f.f.Find(symfinder.Query{Kind: symfinder.ByName, Name: y.name}, func(symfinder.Symbol) bool { return false })
+			}
+		})
+	}
+}
