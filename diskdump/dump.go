@@ -34,7 +34,7 @@ type Dump struct {
 
 	vmcoreinfo, notes, eraseinfo []byte
 
-	shift uint   // log2(block size)
+	shift uint // log2(block size)
 	mu    sync.Mutex
 	cache pageCache
 	dec   decoders
