@@ -29,6 +29,9 @@ const (
 	// chunks of this size, so a lying count costs at most one chunk beyond
 	// what memory really holds.
 	readChunk = 4 << 20
+	// probeOver is the table size above which readTable checks that the
+	// table's last byte is readable before allocating.
+	probeOver = 64 << 10
 )
 
 // KsymNameLen is KSYM_NAME_LEN since v6.1 (128 before): /proc/kallsyms
@@ -242,6 +245,17 @@ func (ld *loader) pointer(addr uint64) (uint64, error) {
 func (ld *loader) readTable(addr, n uint64) ([]byte, error) {
 	if addr+n < addr {
 		return nil, corrupt("table at %#x of %d bytes wraps the address space", addr, n)
+	}
+	if n > probeOver {
+		// Before allocating for a large table, check that its first and
+		// last bytes exist: a lying count then costs nothing.
+		var one [1]byte
+		if err := memory.ReadFull(ld.kmem, one[:], addr); err != nil {
+			return nil, err
+		}
+		if err := memory.ReadFull(ld.kmem, one[:], addr+n-1); err != nil {
+			return nil, err
+		}
 	}
 	if n <= readChunk {
 		buf := make([]byte, n)
