@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
@@ -76,7 +77,22 @@ func TestCorpus(t *testing.T) {
 					defer d.Close()
 					k, err := d.Kernel()
 					require.NoError(t, err)
-					set, err := Load(k, syms, Options{})
+					// End to end: vmlinux addresses from kallsyms decoded out
+					// of the dump itself, checked against the captured ones.
+					use := syms
+					if res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{}); err == nil {
+						dec := FromFinder(res.Finder())
+						for _, n := range []string{"modules", "__start_BTF", "__stop_BTF"} {
+							a, ok := dec(n)
+							w, _ := syms(n)
+							require.True(t, ok, n)
+							require.Equal(t, w, a, n)
+						}
+						use = dec
+					} else {
+						t.Logf("kallsyms.Load: %v; using the captured /proc/kallsyms for vmlinux addresses", err)
+					}
+					set, err := Load(k, use, Options{})
 					require.NoError(t, err)
 
 					got := moduleLines(t, set)
