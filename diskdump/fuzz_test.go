@@ -93,7 +93,11 @@ func FuzzFlattened(f *testing.F) {
 		f.Add(flatten(s, 512, false, false))
 	}
 	f.Add(flatten(make([]byte, 100), 7, true, true))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(fuzzFlatBody)
+}
+
+func fuzzFlatBody(t *testing.T, data []byte) {
+	{
 		fr, err := newFlatReader(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			return
@@ -119,5 +123,5 @@ func FuzzFlattened(f *testing.F) {
 				t.Fatal("short read without error")
 			}
 		}
-	})
+	}
 }
