@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+)
+
+// symbolWriter prints symbols in one of the output formats.
+type symbolWriter struct {
+	w       *bufio.Writer
+	format  string
+	digits  int // address width: 16 on 64-bit kernels, 8 on 32-bit
+	started bool
+	buf     []byte
+}
+
+var formats = []string{"kallsyms", "system.map", "json", "csv"}
+
+func newSymbolWriter(w io.Writer, format string, ptrSize int) (*symbolWriter, error) {
+	switch format {
+	case "kallsyms", "system.map", "json", "csv":
+	default:
+		return nil, fmt.Errorf("unknown format %q (want one of kallsyms, system.map, json, csv)", format)
+	}
+	digits := 16
+	if ptrSize == 4 {
+		digits = 8
+	}
+	return &symbolWriter{w: bufio.NewWriterSize(w, 256<<10), format: format, digits: digits}, nil
+}
+
+func appendHex(b []byte, v uint64, digits int) []byte {
+	var tmp [16]byte
+	s := strconv.AppendUint(tmp[:0], v, 16)
+	for i := len(s); i < digits; i++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+type jsonSymbol struct {
+	Addr        string `json:"addr"`
+	Type        string `json:"type"`
+	Name        string `json:"name"`
+	Size        uint64 `json:"size"`
+	SizeDerived bool   `json:"size_derived,omitempty"`
+	Module      string `json:"module,omitempty"`
+}
+
+// write prints one symbol. kallsyms is "%0*x %c %s" plus "\t[module]" as
+// /proc/kallsyms prints it; system.map is the same without modules' suffix
+// (System.map has no module symbols, so they keep the suffix there too).
+func (sw *symbolWriter) write(s symfinder.Symbol) error {
+	b := sw.buf[:0]
+	switch sw.format {
+	case "kallsyms", "system.map":
+		b = appendHex(b, s.Addr, sw.digits)
+		b = append(b, ' ', s.Kind, ' ')
+		b = append(b, s.Name...)
+		if s.Module != "" {
+			b = append(b, "\t["...)
+			b = append(b, s.Module...)
+			b = append(b, ']')
+		}
+		b = append(b, '\n')
+	case "csv":
+		if !sw.started {
+			b = append(b, "addr,type,name,size,size_derived,module\n"...)
+		}
+		b = appendHex(b, s.Addr, sw.digits)
+		b = append(b, ',', s.Kind, ',')
+		b = appendCSV(b, s.Name)
+		b = append(b, ',')
+		b = strconv.AppendUint(b, s.Size, 10)
+		b = append(b, ',')
+		b = strconv.AppendBool(b, s.SizeDerived)
+		b = append(b, ',')
+		b = appendCSV(b, s.Module)
+		b = append(b, '\n')
+	case "json":
+		j, err := json.Marshal(jsonSymbol{
+			Addr: string(appendHex(nil, s.Addr, sw.digits)), Type: string(s.Kind), Name: s.Name,
+			Size: s.Size, SizeDerived: s.SizeDerived, Module: s.Module,
+		})
+		if err != nil {
+			return err
+		}
+		b = append(append(b, j...), '\n')
+	}
+	sw.started = true
+	sw.buf = b
+	_, err := sw.w.Write(b)
+	return err
+}
+
+func appendCSV(b []byte, s string) []byte {
+	needQuote := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ',' || c == '"' || c == '\n' || c == '\r' {
+			needQuote = true
+			break
+		}
+	}
+	if !needQuote {
+		return append(b, s...)
+	}
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}
+
+func (sw *symbolWriter) flush() error { return sw.w.Flush() }
