@@ -57,6 +57,7 @@ type layout struct {
 	syms, numSyms              fld
 	ksym                       *btflayout.Struct // struct kernel_symbol when the source has it
 	refcnt                     fld
+	taints                     fld
 	sourceList                 fld // struct module.source_list (CONFIG_MODULE_UNLOAD)
 	useSourceList, useSource   fld // struct module_use
 	mem                        memKind
@@ -123,6 +124,7 @@ func resolveLayout(src btflayout.Source, ptr uint64) (*layout, error) {
 	if l.refcnt.size > 8 {
 		l.refcnt.size = 4 // atomic_t as a struct: its int counter is first
 	}
+	l.taints = field(mod, "taints", ptr)
 	if mu, err := src.Struct("module_use", "source_list", "source"); err == nil && mod.Has("source_list") {
 		l.sourceList = field(mod, "source_list", 2*ptr)
 		l.useSourceList, l.useSource = field(mu, "source_list", 2*ptr), field(mu, "source", ptr)
@@ -188,7 +190,7 @@ func resolveLayout(src btflayout.Source, ptr uint64) (*layout, error) {
 	if l.read > maxModuleStruct {
 		return nil, missing(fmt.Errorf("%s: sizeof(struct module) = %d: %w", src.Describe(), l.read, ErrCorrupt))
 	}
-	for _, f := range []fld{l.state, l.list, l.name, l.kallsyms, l.syms, l.numSyms, l.refcnt, l.sourceList} {
+	for _, f := range []fld{l.state, l.list, l.name, l.kallsyms, l.syms, l.numSyms, l.refcnt, l.taints, l.sourceList} {
 		if f.ok && f.off+f.size > l.read {
 			return nil, missing(fmt.Errorf("%s: a struct module field lies beyond sizeof(struct module) = %d: %w", src.Describe(), l.read, ErrCorrupt))
 		}

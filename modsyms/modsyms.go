@@ -98,6 +98,9 @@ type Module struct {
 	// not be read.
 	RefCount    int64
 	HasRefCount bool
+	// Taints is struct module's taints bitmask (TAINT_* bit numbers, as
+	// the kernel's add_taint_module sets them); see Flags.
+	Taints uint64
 	// Deps lists the modules using this one (/proc/modules' fourth column,
 	// without "[permanent]"); nil when unknown.
 	Deps []string
@@ -326,4 +329,33 @@ func quoteName(s string) string {
 		return fmt.Sprintf("%q", s)
 	}
 	return s
+}
+
+// taintLetters are the kernel's taint flags by bit number (taint_flags[]
+// in kernel/panic.c: TAINT_PROPRIETARY_MODULE 'P' is bit 0, ...,
+// TAINT_UNSIGNED_MODULE 'E' bit 13, TAINT_FWCTL 'J' bit 19). Only the
+// module flags (P F C O E K X T N J) are ever set in a module's mask;
+// module_flags_taint prints the set ones in bit order.
+const taintLetters = "PFSRMBUDAWCIOELKXTNJ"
+
+// Flags returns what /proc/modules prints after the address (module_flags
+// in kernel/module/main.c): "(" taint letters, then "-" for a module being
+// unloaded or "+" for one being loaded, ")"; "" when there is none of these.
+func (m *Module) Flags() string {
+	if m.Taints == 0 && m.State != StateGoing && m.State != StateComing {
+		return ""
+	}
+	b := []byte{'('}
+	for bit := range len(taintLetters) {
+		if m.Taints&(1<<bit) != 0 {
+			b = append(b, taintLetters[bit])
+		}
+	}
+	switch m.State {
+	case StateGoing:
+		b = append(b, '-')
+	case StateComing:
+		b = append(b, '+')
+	}
+	return string(append(b, ')'))
 }

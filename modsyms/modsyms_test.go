@@ -277,3 +277,22 @@ func TestLayoutErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrMissingInfo)
 	assert.True(t, errors.Is(err, btflayout.ErrNotFound))
 }
+
+func TestModuleFlags(t *testing.T) {
+	for _, tc := range []struct {
+		taints uint64
+		state  State
+		want   string
+	}{
+		{0, StateLive, ""},
+		{1 << 13, StateLive, "(E)"},
+		{1<<12 | 1<<13 | 1, StateLive, "(POE)"},
+		{0, StateComing, "(+)"},
+		{1 << 12, StateGoing, "(O-)"},
+	} {
+		m := &Module{Taints: tc.taints, State: tc.state}
+		if got := m.Flags(); got != tc.want {
+			t.Errorf("taints %#x state %v: got %q, want %q", tc.taints, tc.state, got, tc.want)
+		}
+	}
+}

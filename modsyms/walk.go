@@ -124,6 +124,11 @@ func (ld *loader) module(addr uint64, buf []byte) *Module {
 			m.RefCount, m.HasRefCount = int64(int32(uint32(v)))-1, true
 		}
 	}
+	if l.taints.ok {
+		if v, ok := ld.uint(buf, l.taints); ok {
+			m.Taints = v
+		}
+	}
 	if l.sourceList.ok {
 		m.Deps = ld.deps(addr)
 	}
