@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -145,7 +146,27 @@ func TestAddrCorpus(t *testing.T) {
 			}
 			assert.Equal(t, want.String(), got)
 
-			// Every CPU's PC resolves to some symbol.
+			// The PC of every CPU in the dump's PRSTATUS notes resolves to
+			// the symbol the ground truth says contains it.
+			d, err := vmcore.Open(dump)
+			require.NoError(t, err)
+			cpus := d.CPUs()
+			require.NoError(t, d.Close())
+			require.NotEmpty(t, cpus)
+			for _, cpu := range cpus {
+				var best *testutil.KallsymsEntry
+				for i := range truth {
+					e := &truth[i]
+					if e.Kind == testutil.SymVmlinux && e.Addr <= cpu.PC && (best == nil || e.Addr > best.Addr) {
+						best = e
+					}
+				}
+				require.NotNil(t, best, "pc %#x", cpu.PC)
+				code, stdout, stderr = runCLI("addr", dump, fmt.Sprintf("%#x", cpu.PC))
+				require.Equal(t, exitOK, code, stderr)
+				assert.Contains(t, stdout, fmt.Sprintf("%016x %s+%#x/", cpu.PC, best.Name, cpu.PC-best.Addr))
+			}
+
 			code, stdout, stderr = runCLI("info", dump)
 			require.Equal(t, exitOK, code, stderr)
 			assert.Contains(t, stdout, "kernel release:        "+g.Uname(t))
