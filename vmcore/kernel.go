@@ -37,7 +37,7 @@ func (d *Dump) Translator() (vtop.Translator, error) {
 			PtrSize:   d.arch.PtrSize,
 			PageSize:  d.pageSize,
 			Info:      d.info,
-			Phys:      d.be.physical(),
+			Phys:      d.phys,
 			Virtual:   d.be.virtual(),
 			PhysBase:  d.be.physBase(),
 		})

@@ -31,7 +31,7 @@ const (
 // findInMemory looks for the VMCOREINFO note in physical memory when the
 // container did not carry it.
 func (d *Dump) findInMemory(a Arch, opt Options) {
-	phys := d.be.physical()
+	phys := d.phys
 	if a.Name == "s390x" || a.Name == "s390" {
 		if at, err := memory.Uint64(phys, binary.BigEndian, s390LowcoreVmcoreInfo); err == nil && at != 0 {
 			if text, ok := noteAt(phys, at, binary.BigEndian); ok {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/kdumpsyms/kdumpsyms/diskdump"
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -28,6 +29,15 @@ type Options struct {
 	// ForceScan ignores the VMCOREINFO the container carries and finds the
 	// note in memory, as for a dump without one. For tests and diagnosis.
 	ForceScan bool
+	// WrapPhysical, when not nil, wraps the container's physical reader
+	// once at open. Every read of physical memory goes through the reader
+	// it returns: Physical, the VMCOREINFO scan, and the page-table walks
+	// and data reads of Kernel. kdump-syms extract passes a
+	// memory.Recorder here to learn which pages decoding reads. The
+	// wrapper must follow memory.Reader's contract; the container's own
+	// virtual map (ELF p_vaddr) and the raw accessors (ELFCore, Kdump) are
+	// not wrapped.
+	WrapPhysical func(memory.Reader) memory.Reader
 }
 
 // DefaultMaxDecompressedSize is the default cap on a decompressed wrapper:
@@ -72,6 +82,7 @@ type backend interface {
 type Dump struct {
 	format string
 	be     backend
+	phys   memory.Reader // be.physical(), wrapped by Options.WrapPhysical
 	temps  []string
 
 	raw        []byte
@@ -223,6 +234,10 @@ func probeReader(r io.ReaderAt, size int64) (backend, string, error) {
 
 // init finds VMCOREINFO, the architecture, the page size and the CPUs.
 func (d *Dump) init(opt Options) error {
+	d.phys = d.be.physical()
+	if opt.WrapPhysical != nil {
+		d.phys = opt.WrapPhysical(d.phys)
+	}
 	if !opt.ForceScan {
 		if raw := d.be.vmcoreinfo(); len(raw) > 0 {
 			d.raw, d.infoSource = raw, d.containerSource()
@@ -283,7 +298,28 @@ func (d *Dump) InfoSource() string { return d.infoSource }
 
 // Physical returns a reader over the dump's physical memory. Unsaved
 // addresses fail with a *memory.FaultError wrapping memory.ErrNotSaved.
-func (d *Dump) Physical() memory.Reader { return d.be.physical() }
+func (d *Dump) Physical() memory.Reader { return d.phys }
+
+// ELFCore returns the ELF core the dump was read from, or nil when it is
+// not an ELF core. It gives writers such as kdump-syms extract the
+// container's own segments and notes; reads through it bypass
+// Options.WrapPhysical.
+func (d *Dump) ELFCore() *elfcore.File {
+	if b, ok := d.be.(*elfBackend); ok {
+		return b.f
+	}
+	return nil
+}
+
+// Kdump returns the kdump-compressed dump (one file, a flattened stream or
+// a split set) the dump was read from, or nil when it is not one. As for
+// ELFCore, reads through it bypass Options.WrapPhysical.
+func (d *Dump) Kdump() *diskdump.Dump {
+	if b, ok := d.be.(*kdumpBackend); ok {
+		return b.d
+	}
+	return nil
+}
 
 // Arch returns the dump's architecture.
 func (d *Dump) Arch() Arch { return d.arch }

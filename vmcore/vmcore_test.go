@@ -356,3 +356,30 @@ func TestKdumpRecognised(t *testing.T) {
 		assert.False(t, errors.Is(err, ErrUnrecognizedFormat), "%q: %v", head, err)
 	}
 }
+
+func TestWrapPhysical(t *testing.T) {
+	core := testCore(true)
+	var reads []uint64
+	wrap := func(r memory.Reader) memory.Reader {
+		return memory.ReaderFunc(func(p []byte, addr uint64) (int, error) {
+			reads = append(reads, addr)
+			return r.ReadAt(p, addr)
+		})
+	}
+	d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{WrapPhysical: wrap})
+	require.NoError(t, err)
+	defer d.Close()
+	require.NotNil(t, d.ELFCore())
+	assert.Nil(t, d.Kdump())
+	var b [8]byte
+	_, err = d.Physical().ReadAt(b[:], 0x1000)
+	require.NoError(t, err)
+	assert.Contains(t, reads, uint64(0x1000), "Physical goes through the wrapper")
+
+	// The scan reads through the wrapper too.
+	reads = nil
+	d2, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{WrapPhysical: wrap, ForceScan: true})
+	require.NoError(t, err)
+	defer d2.Close()
+	assert.NotEmpty(t, reads, "VMCOREINFO scan")
+}
