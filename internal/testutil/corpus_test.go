@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -120,6 +121,15 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.Contains(t, vi, "OSRELEASE="+uname+"\n")
 			assert.Contains(t, vi, "KERNELOFFSET=")
 			assert.NotContains(t, vi, "KERNELOFFSET=0\n", "KASLR should be active")
+			// The ground truth comes from the same boot as the dump: _text is
+			// the unrandomized 0xffffffff81000000 plus the note's KERNELOFFSET.
+			for line := range strings.SplitSeq(vi, "\n") {
+				if v, ok := strings.CutPrefix(line, "KERNELOFFSET="); ok {
+					off, err := strconv.ParseUint(v, 16, 64)
+					require.NoError(t, err)
+					assert.Equal(t, 0xffffffff81000000+off, entries[text].Addr, "_text vs KERNELOFFSET")
+				}
+			}
 			addr, size := g.VMCOREINFOSys(t)
 			assert.NotZero(t, addr)
 			assert.GreaterOrEqual(t, size, uint64(len(vi)))
