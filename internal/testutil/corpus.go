@@ -44,13 +44,16 @@ type DumpFormat string
 
 // The dumps generate writes for every guest.
 const (
-	DumpQEMUELF       DumpFormat = "qemu.elf"             // QEMU dump-guest-memory, ELF (section headers first, e_ehsize 8)
-	DumpQEMUELFFixed  DumpFormat = "qemu-fixed.elf"       // the same with program headers at 64 (what makedumpfile reads)
-	DumpQEMUKdumpZlib DumpFormat = "qemu.kdump-zlib"      // QEMU dump-guest-memory -z: flattened kdump, zlib, dump_level 1
-	DumpZlib          DumpFormat = "mdf-d31-zlib.kdump"   // makedumpfile -c -d 31
-	DumpLZO           DumpFormat = "mdf-d31-lzo.kdump"    // makedumpfile -l -d 31
-	DumpSnappy        DumpFormat = "mdf-d31-snappy.kdump" // makedumpfile -p -d 31 (only with a snappy-enabled makedumpfile)
-	DumpRaw           DumpFormat = "mdf-d31-raw.kdump"    // makedumpfile -d 31, uncompressed pages (when no snappy)
+	DumpQEMUELF       DumpFormat = "qemu.elf"        // QEMU dump-guest-memory, ELF (section headers first, e_ehsize 8)
+	DumpQEMUELFFixed  DumpFormat = "qemu-fixed.elf"  // the same with program headers at 64 (what makedumpfile reads)
+	DumpQEMUKdumpZlib DumpFormat = "qemu.kdump-zlib" // QEMU dump-guest-memory -z: flattened kdump, zlib, dump_level 1
+	// DumpQEMUKdumpRawZlib is QEMU's seekable (not flattened) kdump-raw-zlib;
+	// only guests dumped by QEMU 10 (deb13-6.12-amd64) have it.
+	DumpQEMUKdumpRawZlib DumpFormat = "qemu.kdump-raw-zlib"
+	DumpZlib             DumpFormat = "mdf-d31-zlib.kdump"   // makedumpfile -c -d 31
+	DumpLZO              DumpFormat = "mdf-d31-lzo.kdump"    // makedumpfile -l -d 31
+	DumpSnappy           DumpFormat = "mdf-d31-snappy.kdump" // makedumpfile -p -d 31 (only with a snappy-enabled makedumpfile)
+	DumpRaw              DumpFormat = "mdf-d31-raw.kdump"    // makedumpfile -d 31, uncompressed pages (when no snappy)
 	// DumpSnappyReencoded is DumpRaw with its pages re-encoded as makedumpfile
 	// -p stores them (raw snappy blocks, flag 0x4), by the corpus tool: no
 	// Debian makedumpfile is built with snappy.
@@ -63,7 +66,7 @@ const (
 
 // AllDumpFormats lists every DumpFormat, QEMU's first.
 var AllDumpFormats = []DumpFormat{
-	DumpQEMUELF, DumpQEMUELFFixed, DumpQEMUKdumpZlib, DumpZlib, DumpLZO, DumpSnappy,
+	DumpQEMUELF, DumpQEMUELFFixed, DumpQEMUKdumpZlib, DumpQEMUKdumpRawZlib, DumpZlib, DumpLZO, DumpSnappy,
 	DumpRaw, DumpSnappyReencoded, DumpZstd, DumpELF, DumpFlat, DumpSplit,
 }
 
@@ -472,10 +475,39 @@ func (g *CorpusGuest) DumpPaths(f DumpFormat) ([]string, bool) {
 	return out, ok
 }
 
+// HasFormat reports whether the manifest lists the format for this guest,
+// i.e. whether generate produces it (whether or not it is in the cache).
+func (g *CorpusGuest) HasFormat(f DumpFormat) bool {
+	if g.Manifest == nil {
+		return false
+	}
+	for _, n := range f.Files() {
+		if g.Manifest.File(n) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Formats returns the formats the manifest lists for this guest.
+func (g *CorpusGuest) Formats() []DumpFormat {
+	var out []DumpFormat
+	for _, f := range AllDumpFormats {
+		if g.HasFormat(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // RequireDump returns the cache paths of a dump format, skipping the test
-// with a hint to run generate when they are absent.
+// when the guest has no such format, or with a hint to run generate when
+// the files are not in the cache.
 func (g *CorpusGuest) RequireDump(tb testing.TB, f DumpFormat) []string {
 	tb.Helper()
+	if g.Manifest != nil && !g.HasFormat(f) {
+		tb.Skipf("corpus guest %s has no %s dump (not made for this guest)", g.Name, f)
+	}
 	p, ok := g.DumpPaths(f)
 	if !ok {
 		tb.Skipf("corpus dump %s/%s not in %s: %s", g.Name, f, filepath.Dir(g.CacheDir), generateHint)

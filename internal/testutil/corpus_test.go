@@ -171,7 +171,12 @@ func TestCorpusCachedDumps(t *testing.T) {
 				}
 			}
 		}
-		// Every format known to testutil that the manifest lists is one of ours.
+		// Every guest has the formats every generate run makes.
+		for _, f := range []DumpFormat{DumpQEMUELF, DumpQEMUELFFixed, DumpQEMUKdumpZlib, DumpZlib, DumpLZO, DumpZstd, DumpELF, DumpFlat, DumpSplit} {
+			assert.True(t, g.HasFormat(f), "%s lacks %s", g.Name, f)
+		}
+		assert.True(t, g.HasFormat(DumpSnappy) || g.HasFormat(DumpSnappyReencoded), "%s has no snappy dump", g.Name)
+		// Every file the manifest lists is known to testutil.AllDumpFormats.
 		for _, df := range AllDumpFormats {
 			for _, n := range df.Files() {
 				if names[n] {
@@ -193,12 +198,24 @@ func TestCorpusCachedDumps(t *testing.T) {
 }
 
 func TestRequireDumpSkips(t *testing.T) {
-	g := &CorpusGuest{Name: "none", CacheDir: filepath.Join(t.TempDir(), "none")}
+	g := &CorpusGuest{Name: "none", CacheDir: filepath.Join(t.TempDir(), "none")} // no manifest: only the cache counts
 	_, ok := g.DumpPaths(DumpSplit)
 	assert.False(t, ok)
 	assert.Empty(t, g.AvailableDumps())
 	ran := false
 	t.Run("skip", func(t *testing.T) {
+		defer func() { ran = t.Skipped() }()
+		g.RequireDump(t, DumpZlib)
+		t.Fatal("RequireDump did not skip")
+	})
+	assert.True(t, ran)
+
+	// A format the manifest does not list for a guest skips too.
+	g = Corpus(t)[0]
+	g.Manifest = &ManifestGuest{Name: g.Name}
+	assert.False(t, g.HasFormat(DumpZlib))
+	assert.Empty(t, g.Formats())
+	t.Run("not-made", func(t *testing.T) {
 		defer func() { ran = t.Skipped() }()
 		g.RequireDump(t, DumpZlib)
 		t.Fatal("RequireDump did not skip")
