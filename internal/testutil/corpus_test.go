@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"crypto/sha256"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"os"
@@ -231,4 +233,34 @@ func sha256File(t *testing.T, p string) string {
 	_, err = io.Copy(h, f)
 	require.NoError(t, err)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestCorpusVMCOREINFOInDump ties the ground truth to the dump: the physical
+// address /sys/kernel/vmcoreinfo printed holds, in the QEMU ELF dump, an ELF
+// note named VMCOREINFO whose text is the committed vmcoreinfo.
+func TestCorpusVMCOREINFOInDump(t *testing.T) {
+	for _, g := range Corpus(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			p := g.RequireDump(t, DumpQEMUELF)[0]
+			f, err := elf.Open(p)
+			require.NoError(t, err)
+			defer f.Close()
+			addr, size := g.VMCOREINFOSys(t)
+			buf := make([]byte, size)
+			found := false
+			for _, ph := range f.Progs {
+				if ph.Type == elf.PT_LOAD && addr >= ph.Paddr && addr+size <= ph.Paddr+ph.Filesz {
+					_, err := ph.ReadAt(buf, int64(addr-ph.Paddr))
+					require.NoError(t, err)
+					found = true
+				}
+			}
+			require.True(t, found, "no PT_LOAD holds %#x", addr)
+			namesz, descsz := binary.LittleEndian.Uint32(buf), binary.LittleEndian.Uint32(buf[4:])
+			require.Equal(t, uint32(len("VMCOREINFO")+1), namesz)
+			assert.Equal(t, "VMCOREINFO\x00", string(buf[12:12+namesz]))
+			desc := buf[24 : 24+descsz]
+			assert.Equal(t, string(g.VMCOREINFO(t)), string(desc))
+		})
+	}
 }
