@@ -1,0 +1,261 @@
+package bpfsyms
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// Caps on what is read from a dump. Each is far beyond a real kernel; a
+// value past one is reported as corruption instead of being followed.
+const (
+	// MaxEntries bounds every list walk: BPF programs and trampolines (a
+	// few thousand on the busiest hosts), ftrace trampolines, saved init
+	// functions of one module, kprobe slot pages.
+	MaxEntries = 1 << 17
+	// MaxRange bounds the size of one symbol: a JIT image, trampoline or
+	// slot page. BPF programs are limited to 1M instructions; their images
+	// stay far below this.
+	MaxRange = 128 << 20
+	// maxStruct bounds the size of a struct read per entry (bpf_prog_aux,
+	// the largest, is about 1 KiB).
+	maxStruct = 64 << 10
+	// maxNameLen bounds a name array or string: KSYM_NAME_LEN is 512 since
+	// v6.1, 128 before.
+	maxNameLen = 4096
+	// ksymNameLen is KSYM_NAME_LEN since v6.1, the cap for names read
+	// through pointers when no name array says otherwise.
+	ksymNameLen = 512
+)
+
+// Symbols resolves a vmlinux symbol to its address (typically the kallsyms
+// index of the dump, through modsyms.FromFinder).
+type Symbols func(name string) (uint64, bool)
+
+// Options tune the loaders. The zero value suits a 64-bit little-endian
+// kernel with BTF and 4 KiB pages.
+type Options struct {
+	// Layout is where struct offsets come from. Nil means the vmlinux BTF
+	// in the dump, found through __start_BTF and __stop_BTF.
+	Layout btflayout.Source
+	// ByteOrder of the target; nil means little endian.
+	ByteOrder binary.ByteOrder
+	// PointerSize of the target, 4 or 8; 0 means 8.
+	PointerSize int
+	// PageSize is the kernel's PAGE_SIZE: the size of a kprobe slot page
+	// and, before v5.7, the unit of bpf_binary_header.pages. 0 means 4096.
+	PageSize uint64
+
+	// maxEntries replaces MaxEntries when set (tests and fuzzing).
+	maxEntries int
+}
+
+// loader carries the state of one load.
+type loader struct {
+	kmem memory.Reader
+	syms Symbols
+	src  btflayout.Source
+	bo   binary.ByteOrder
+	ptr  uint64
+	page uint64
+	next uint64 // offsetof(struct list_head, next)
+	errs []error
+	// nodes counts the list nodes visited by every walk of this load:
+	// nested walks (ftrace's functions per module) share the MaxEntries
+	// budget, so a load visits at most MaxEntries nodes in all.
+	nodes    int
+	maxNodes int
+}
+
+func newLoader(kmem memory.Reader, syms Symbols, opt Options) (*loader, error) {
+	ld := &loader{kmem: kmem, syms: syms, bo: opt.ByteOrder, ptr: uint64(opt.PointerSize), page: opt.PageSize, maxNodes: opt.maxEntries}
+	if ld.maxNodes <= 0 {
+		ld.maxNodes = MaxEntries
+	}
+	if ld.bo == nil {
+		ld.bo = binary.LittleEndian
+	}
+	if ld.ptr == 0 {
+		ld.ptr = 8
+	}
+	if ld.ptr != 4 && ld.ptr != 8 {
+		return nil, fmt.Errorf("bpfsyms: pointer size %d: %w", ld.ptr, errors.ErrUnsupported)
+	}
+	if ld.page == 0 {
+		ld.page = 4096
+	}
+	if ld.page&(ld.page-1) != 0 || ld.page > 1<<30 {
+		return nil, fmt.Errorf("bpfsyms: page size %d: %w", ld.page, errors.ErrUnsupported)
+	}
+	ld.src = opt.Layout
+	if ld.src == nil {
+		start, ok1 := syms("__start_BTF")
+		stop, ok2 := syms("__stop_BTF")
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("bpfsyms: no struct layouts: __start_BTF/__stop_BTF not in the symbol table: %w (%w)", btflayout.ErrNoBTF, ErrMissingInfo)
+		}
+		b, err := btflayout.FromMemory(kmem, start, stop)
+		if err != nil {
+			return nil, fmt.Errorf("bpfsyms: no struct layouts: %w", err)
+		}
+		ld.src = b
+	}
+	if lh, err := ld.src.Struct("list_head", "next", "prev"); err == nil {
+		f, _ := lh.Field("next")
+		ld.next = f.Offset
+	}
+	return ld, nil
+}
+
+// symbol returns the address of a list-head symbol.
+func (ld *loader) symbol(name, why string) (uint64, error) {
+	a, ok := ld.syms(name)
+	if !ok {
+		return 0, missing("symbol %s is not in the kernel's symbol table (%s, or kallsyms without data symbols: CONFIG_KALLSYMS_ALL)", name, why)
+	}
+	return a, nil
+}
+
+// fld is one field: offset and size in bytes.
+type fld struct {
+	off, size uint64
+	ok        bool
+}
+
+// field looks a field up, taking pointer-sized fields as ld.ptr bytes.
+func (ld *loader) field(s *btflayout.Struct, name string) fld {
+	f, ok := s.Field(name)
+	if !ok {
+		return fld{}
+	}
+	size := f.Size
+	if f.Kind == btflayout.KindPointer || size == 0 {
+		size = ld.ptr
+	}
+	return fld{off: f.Offset, size: size, ok: true}
+}
+
+// structOf resolves a struct that must have every field in need, and
+// returns how many bytes of it to read to see those fields.
+func (ld *loader) structOf(name string, need ...string) (*btflayout.Struct, uint64, error) {
+	s, err := ld.src.Struct(name, need...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("bpfsyms: %w (%w)", err, ErrMissingInfo)
+	}
+	var end uint64
+	for _, n := range need {
+		f := ld.field(s, n)
+		end = max(end, f.off+f.size)
+	}
+	if end > maxStruct {
+		return nil, 0, missing("%s: struct %s fields end at %d bytes, beyond the %d-byte cap", ld.src.Describe(), name, end, maxStruct)
+	}
+	return s, end, nil
+}
+
+// uint reads an unsigned field of 1, 2, 4 or 8 bytes from b.
+func (ld *loader) uint(b []byte, f fld) uint64 {
+	if !f.ok || f.off+f.size > uint64(len(b)) || f.off+f.size < f.off {
+		return 0
+	}
+	p := b[f.off:]
+	switch f.size {
+	case 1:
+		return uint64(p[0])
+	case 2:
+		return uint64(ld.bo.Uint16(p))
+	case 4:
+		return uint64(ld.bo.Uint32(p))
+	case 8:
+		return ld.bo.Uint64(p)
+	}
+	return 0
+}
+
+func (ld *loader) pointer(addr uint64) (uint64, error) {
+	return memory.Pointer(ld.kmem, ld.bo, int(ld.ptr), addr)
+}
+
+// read reads n bytes at addr into a buffer of its own.
+func (ld *loader) read(addr, n uint64) ([]byte, error) {
+	b := make([]byte, n)
+	if err := memory.ReadFull(ld.kmem, b, addr); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// entryErr records an entry left out.
+func (ld *loader) entryErr(list string, addr uint64, err error) {
+	ld.errs = append(ld.errs, &EntryError{List: list, Addr: addr, Err: err})
+}
+
+// walk follows the list_head at head through next pointers until it comes
+// back to head, calling visit with each node; visit returns the node's
+// next pointer. It stops at the first node that cannot be followed and
+// records a *WalkError; an error reading head itself is returned.
+//
+// The walk is bounded by a visited set and by MaxEntries nodes for the
+// whole load; a NULL or misaligned node is a wild pointer.
+func (ld *loader) walk(list string, head uint64, visit func(node uint64) (next uint64, err error)) error {
+	next, err := ld.pointer(head + ld.next)
+	if err != nil {
+		return fmt.Errorf("bpfsyms: list head %s at %#x: %w", list, head, err)
+	}
+	seen := map[uint64]struct{}{head: {}}
+	stop := func(node uint64, err error) error {
+		ld.errs = append(ld.errs, &WalkError{List: list, Addr: node, Err: err})
+		return nil
+	}
+	for next != head {
+		node := next
+		ld.nodes++
+		switch {
+		case ld.nodes > ld.maxNodes:
+			return stop(node, corrupt("more than %d entries", ld.maxNodes))
+		case node == 0 || node%ld.ptr != 0:
+			return stop(node, corrupt("wild pointer %#x", node))
+		}
+		if _, dup := seen[node]; dup {
+			return stop(node, corrupt("list revisits %#x", node))
+		}
+		seen[node] = struct{}{}
+		if next, err = visit(node); err != nil {
+			return stop(node, err)
+		}
+	}
+	return nil
+}
+
+// container returns the address of the struct whose member at off is at
+// node, or an error when that would wrap below zero.
+func container(node, off uint64) (uint64, error) {
+	if node < off {
+		return 0, corrupt("list node %#x below its member offset %d", node, off)
+	}
+	return node - off, nil
+}
+
+// cstr returns b up to its first NUL and whether there was one.
+func cstr(b []byte) ([]byte, bool) {
+	for i, c := range b {
+		if c == 0 {
+			return b[:i], true
+		}
+	}
+	return b, false
+}
+
+// checkRange validates [start, end).
+func checkRange(start, end uint64) error {
+	if end < start {
+		return corrupt("end %#x before start %#x", end, start)
+	}
+	if end-start > MaxRange {
+		return corrupt("range [%#x, %#x) of %d bytes exceeds the %d-byte cap", start, end, end-start, MaxRange)
+	}
+	return nil
+}
