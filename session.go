@@ -65,6 +65,8 @@ type Session struct {
 	modOnce sync.Once
 	mods    *modsyms.Set
 	modErr  error
+
+	pseudoSt pseudoState // ftrace, bpf, kprobes (session_bpf.go)
 }
 
 // Open opens the dump in paths (one file, or the parts of a split dump) and
@@ -109,6 +111,11 @@ func (s *Session) buildChain() (*symfinder.Chain, error) {
 	)
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range s.pseudoFinders() {
+		if err := c.Add(f); err != nil {
+			return nil, err
+		}
 	}
 	slide, _ := s.KASLROffset()
 	if p := s.opt.VMLinux; p != "" {
@@ -365,4 +372,3 @@ func (st *Stats) phases() []Phase {
 	defer st.mu.Unlock()
 	return append([]Phase(nil), st.list...)
 }
-

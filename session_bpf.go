@@ -1,0 +1,122 @@
+package kdumpsyms
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/kdumpsyms/kdumpsyms/bpfsyms"
+	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+)
+
+// Finder names of the pseudo-module sources, after "modules" in the chain
+// and in the order /proc/kallsyms prints them.
+const (
+	FinderFtrace  = bpfsyms.FinderFtrace  // "ftrace"
+	FinderBPF     = bpfsyms.FinderBPF     // "bpf"
+	FinderKprobes = bpfsyms.FinderKprobes // "kprobes"
+)
+
+// pseudoState holds the pseudo-module sources of a session, each loaded
+// once, and the struct layouts they share.
+type pseudoState struct {
+	layOnce sync.Once
+	lay     btflayout.Source
+	layErr  error
+
+	once [3]sync.Once
+	sets [3]*bpfsyms.Set
+	errs [3]error
+}
+
+// The pseudo-module sources, in /proc/kallsyms order.
+var pseudoSources = [3]struct {
+	name string
+	load func(memory.Reader, bpfsyms.Symbols, bpfsyms.Options) (*bpfsyms.Set, error)
+}{
+	{FinderFtrace, bpfsyms.LoadFtrace},
+	{FinderBPF, bpfsyms.LoadBPF},
+	{FinderKprobes, bpfsyms.LoadKprobes},
+}
+
+// pseudoFinders returns the lazily loaded "ftrace", "bpf" and "kprobes"
+// finders for the chain.
+func (s *Session) pseudoFinders() []symfinder.Finder {
+	out := make([]symfinder.Finder, len(pseudoSources))
+	for i, src := range pseudoSources {
+		out[i] = &loadingFinder{name: src.name, load: func() (symfinder.Finder, error) {
+			set, err := s.pseudo(i)
+			if set == nil {
+				return nil, err
+			}
+			// Entries that failed alone are reported by the set's Find.
+			return set, nil
+		}}
+	}
+	return out
+}
+
+// Ftrace reads ftrace's symbols (saved module init functions and
+// trampolines), once. See bpfsyms.LoadFtrace for what a nil Set and the
+// error mean.
+func (s *Session) Ftrace() (*bpfsyms.Set, error) { return s.pseudo(0) }
+
+// BPF reads the BPF JIT symbols of the kernel's bpf_kallsyms list, once.
+// See bpfsyms.LoadBPF.
+func (s *Session) BPF() (*bpfsyms.Set, error) { return s.pseudo(1) }
+
+// Kprobes reads the kprobe instruction-slot pages, once. See
+// bpfsyms.LoadKprobes.
+func (s *Session) Kprobes() (*bpfsyms.Set, error) { return s.pseudo(2) }
+
+func (s *Session) pseudo(i int) (*bpfsyms.Set, error) {
+	p := &s.pseudoSt
+	p.once[i].Do(func() {
+		name := pseudoSources[i].name
+		k, err := s.Kallsyms()
+		if err != nil {
+			p.errs[i] = fmt.Errorf("kdumpsyms: %s needs the kernel's symbols: %w", name, err)
+			return
+		}
+		syms := bpfsyms.Symbols(modsyms.FromFinder(k.Finder()))
+		lay, err := s.pseudoLayout(syms)
+		if err != nil {
+			p.errs[i] = fmt.Errorf("kdumpsyms: %s: %w", name, err)
+			return
+		}
+		kmem, _ := s.Kernel()
+		arch := s.dump.Arch()
+		opt := bpfsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, PageSize: uint64(max(s.dump.PageSize(), 0))}
+		t := s.stats.begin(name)
+		p.sets[i], p.errs[i] = pseudoSources[i].load(kmem, syms, opt)
+		s.stats.end(t)
+	})
+	return p.sets[i], p.errs[i]
+}
+
+// pseudoLayout returns Options.Layout or, without one, the dump's BTF,
+// parsed once for the three pseudo-module sources.
+func (s *Session) pseudoLayout(syms bpfsyms.Symbols) (btflayout.Source, error) {
+	if s.opt.Layout != nil {
+		return s.opt.Layout, nil
+	}
+	p := &s.pseudoSt
+	p.layOnce.Do(func() {
+		start, ok1 := syms("__start_BTF")
+		stop, ok2 := syms("__stop_BTF")
+		if !ok1 || !ok2 {
+			p.layErr = fmt.Errorf("the kernel's symbols have no __start_BTF/__stop_BTF (kernel built without CONFIG_DEBUG_INFO_BTF?): supply struct layouts from a vmlinux with debug info or a layout table: %w", btflayout.ErrNoBTF)
+			return
+		}
+		kmem, _ := s.Kernel()
+		t := s.stats.begin("btf")
+		p.lay, p.layErr = btflayout.FromMemory(kmem, start, stop)
+		s.stats.end(t)
+		if p.layErr != nil {
+			p.layErr = fmt.Errorf("reading the dump's BTF: %w", p.layErr)
+		}
+	})
+	return p.lay, p.layErr
+}
