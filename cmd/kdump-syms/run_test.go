@@ -72,24 +72,23 @@ func corpusDumps(t *testing.T) map[*testutil.CorpusGuest]string {
 	return out
 }
 
-// TestAllCorpus: `kdump-syms all` prints the guest's /proc/kallsyms, minus
-// the BPF, ftrace and kprobes lines the decoders do not read yet.
+// TestAllCorpus: `kdump-syms all` prints the guest's /proc/kallsyms byte for
+// byte: vmlinux, modules, ftrace, BPF and kprobes lines, in the kernel's order.
 func TestAllCorpus(t *testing.T) {
 	for g, dump := range corpusDumps(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			code, stdout, stderr := runCLI("all", dump)
 			require.Equal(t, exitOK, code, stderr)
-			var want strings.Builder
-			for _, line := range strings.SplitAfter(string(g.KallsymsText(t)), "\n") {
-				if i := strings.IndexByte(line, '\t'); i >= 0 {
-					if testutil.ClassifyModule(strings.Trim(strings.TrimSpace(line[i+1:]), "[]")) != testutil.SymModule {
-						continue
+			want := string(g.KallsymsText(t))
+			if stdout != want {
+				t.Errorf("output differs from /proc/kallsyms (%d vs %d bytes)", len(stdout), len(want))
+				gl, wl := strings.Split(stdout, "\n"), strings.Split(want, "\n")
+				for i := 0; i < min(len(gl), len(wl)); i++ {
+					if gl[i] != wl[i] {
+						t.Errorf("first difference at line %d:\n want %q\n  got %q", i+1, wl[i], gl[i])
+						break
 					}
 				}
-				want.WriteString(line)
-			}
-			if stdout != want.String() {
-				t.Errorf("output differs from /proc/kallsyms (%d vs %d bytes)", len(stdout), want.Len())
 			}
 
 			code, stdout, _ = runCLI("modules", dump)
