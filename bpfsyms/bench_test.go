@@ -42,6 +42,17 @@ func BenchmarkCorpusLoad(b *testing.B) {
 				}
 			})
 		}
+		// The same with the dump's BTF read and parsed in the loop: what a
+		// session pays on first use when no other source parsed it.
+		b.Run(g.Name+"/bpf-with-btf", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s, err := LoadBPF(cd.kmem, cd.syms, cd.opt)
+				if err != nil || s.Len() == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 	if !ran {
 		b.Skip("no corpus dump cached: run testdata/vmcores/generate")
