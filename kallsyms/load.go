@@ -299,76 +299,106 @@ func (t *tables) sorted() bool {
 	return true
 }
 
-// readSeqs reads seqs_of_names and checks it is a permutation.
+// readSeqs reads seqs_of_names and checks it is a permutation. It reads
+// through a small buffer, decoding as it goes.
 func (t *tables) readSeqs() ([]uint32, error) {
 	r := t.lay.SeqsOfNames
-	raw, err := readChunked(t.r, r.Addr, r.Size, "kallsyms_seqs_of_names")
-	if err != nil {
-		return nil, err
+	if r.Addr+3*uint64(t.n) < r.Addr {
+		return nil, corrupt(r.Addr, uint64(t.n), "kallsyms_seqs_of_names of %d entries wraps the address space", t.n)
 	}
 	perm := make([]uint32, t.n)
 	seen := make([]uint64, (t.n+63)/64)
-	for j := range perm {
-		v := uint32(raw[3*j])<<16 | uint32(raw[3*j+1])<<8 | uint32(raw[3*j+2])
-		if int(v) >= t.n || seen[v/64]&(1<<(v%64)) != 0 {
-			return nil, corrupt(r.Addr+uint64(3*j), uint64(v), "kallsyms_seqs_of_names[%d] is not part of a permutation", j)
+	const step = 4096
+	buf := make([]byte, 3*min(step, t.n))
+	for j0 := 0; j0 < t.n; j0 += step {
+		m := min(step, t.n-j0)
+		raw := buf[:3*m]
+		addr := r.Addr + 3*uint64(j0)
+		if err := memory.ReadFull(t.r, raw, addr); err != nil {
+			return nil, fmt.Errorf("kallsyms: kallsyms_seqs_of_names at %#x: %w", addr, err)
 		}
-		seen[v/64] |= 1 << (v % 64)
-		perm[j] = v
+		out := perm[j0 : j0+m]
+		for j := range out {
+			v := uint32(raw[3*j])<<16 | uint32(raw[3*j+1])<<8 | uint32(raw[3*j+2])
+			if int(v) >= t.n || seen[v/64]&(1<<(v%64)) != 0 {
+				return nil, corrupt(addr+uint64(3*j), uint64(v), "kallsyms_seqs_of_names[%d] is not part of a permutation", j0+j)
+			}
+			seen[v/64] |= 1 << (v % 64)
+			out[j] = v
+		}
 	}
 	return perm, nil
 }
 
-// readNames reads all of names in one piece (chunked) unless a scan already
-// holds them.
-func (t *tables) readNames() error {
-	if t.whole != nil {
-		return nil
-	}
-	b, err := readChunked(t.r, t.lay.Names.Addr, uint64(t.namesLen), "kallsyms_names")
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	t.whole = b
-	t.blocks = nil
-	t.mu.Unlock()
-	return nil
-}
+// windowBlocks is how many 256-entry blocks of names expandAll reads at a
+// time when it does not hold all of names: about 56 KiB on a real kernel,
+// so the window stays in cache while it expands.
+const windowBlocks = 16
 
 // expandAll decodes every symbol into an Index, checking every marker,
 // the sort order, and VMCOREINFO's symbols on the way.
 func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
-	if err := t.readNames(); err != nil {
-		return nil, err
-	}
-	names := t.whole
+	// names is the window of kallsyms_names being expanded, starting at
+	// offset base: all of it when a scan read it, else windowBlocks blocks
+	// at a time, read as the expansion reaches them.
+	names, base := t.whole, 0
+	var scratch []byte
 	b := symfinder.NewBuilder(FinderName, "")
-	b.Grow(t.n, 2*len(names))
-	var buf [maxExpanded + 16]byte
+	// Names are expanded straight into the index's buffer. Its size is
+	// not known before expanding; start from a typical ratio and, when it
+	// runs out, re-estimate from the ratio so far (growth copies what is
+	// done and zeroes only the new room).
+	b.Grow(t.n, 0)
+	dst := make([]byte, 0, expandEstimate(t.namesLen, 0, 0))
 	f := newFilter(info)
 	off := 0
 	prev := uint64(0)
 	for i := range t.n {
-		if i&255 == 0 && uint32(off) != t.markers[i>>8] {
-			return nil, corrupt(t.lay.Markers.Addr+uint64((i>>8)*t.lay.MarkerSize), uint64(t.markers[i>>8]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", i>>8, i, off)
+		if i&255 == 0 {
+			k := i >> 8
+			if uint32(off) != t.markers[k] {
+				return nil, corrupt(t.lay.Markers.Addr+uint64(k*t.lay.MarkerSize), uint64(t.markers[k]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", k, i, off)
+			}
+			if t.whole == nil && k%windowBlocks == 0 {
+				end := t.namesLen
+				if k+windowBlocks < len(t.markers) {
+					end = int(t.markers[k+windowBlocks])
+				}
+				if end < off {
+					return nil, corrupt(t.lay.Markers.Addr+uint64((k+windowBlocks)*t.lay.MarkerSize), uint64(end), "kallsyms_markers[%d] is below kallsyms_markers[%d]", k+windowBlocks, k)
+				}
+				if cap(scratch) < end-off {
+					scratch = make([]byte, end-off)
+				}
+				names, base = scratch[:end-off], off
+				addr := t.lay.Names.Addr + uint64(off)
+				if err := memory.ReadFull(t.r, names, addr); err != nil {
+					return nil, fmt.Errorf("kallsyms: kallsyms_names at %#x: %w", addr, err)
+				}
+			}
 		}
-		codes, next, ok := entry(names, off, t.big)
+		codes, next, ok := entry(names, off-base, t.big)
 		if !ok {
-			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed", i)
+			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed or crosses the next window's kallsyms_markers", i)
 		}
-		e := t.tok.expand(buf[:0], names[codes:next])
-		if len(e) == 0 || len(e) > maxExpanded {
-			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(len(e)), "names entry %d expands to %d bytes", i, len(e))
+		if need := 16 * (next - codes); cap(dst)-len(dst) < need {
+			grown := make([]byte, len(dst), max(expandEstimate(t.namesLen, off, len(dst)), len(dst)+need))
+			copy(grown, dst)
+			dst = grown
+		}
+		o := len(dst)
+		dst = t.tok.expand(dst, names[codes:next])
+		if l := len(dst) - o; l == 0 || l > maxExpanded {
+			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(l), "names entry %d expands to %d bytes", i, l)
 		}
 		a := t.addrAt(i)
 		if a < prev {
 			return nil, corrupt(t.lay.Addresses.Addr, uint64(i), "symbol %d is below the one before it", i)
 		}
 		prev = a
-		f.check(e[1:], a)
-		b.Add(a, e[0], e[1:])
-		off = next
+		f.check(dst[o+1:], a)
+		b.AddAppended(a, dst)
+		off = base + next
 	}
 	if off != t.namesLen {
 		return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
@@ -385,6 +415,21 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		b.SetNameOrder(perm)
 	}
 	return b.Build()
+}
+
+// expandEstimate is how many bytes to reserve for expanded names when done
+// of the total bytes of names have expanded to out bytes: the ratio so far
+// applied to the rest, plus a margin. Before any, it reserves for the first
+// 1/32 at twice the size (real kernels expand 1.4–1.9 times), so the
+// estimate that matters comes from a sample of real names and the early
+// regrowth copies little.
+func expandEstimate(total, done, out int) int {
+	const slack = 64 << 10
+	if done == 0 {
+		return total/16 + slack
+	}
+	rest := total - done
+	return out + int(float64(rest)*float64(out)/float64(done)*1.05) + slack
 }
 
 // filter watches the expansion for the names VMCOREINFO gives addresses of

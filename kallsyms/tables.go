@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
@@ -11,9 +12,10 @@ import (
 // tokens is the expanded token table, laid out for fast expansion: every
 // token of at most 16 bytes sits in a fixed 16-byte slot, copied whole.
 type tokens struct {
-	short [256][16]byte
-	n     [256]uint16
-	long  [256][]byte // tokens longer than 16 bytes
+	short    [256][16]byte
+	n        [256]uint16
+	long     [256][]byte // tokens longer than 16 bytes
+	allShort bool        // no token is longer than 16 bytes (every real table)
 }
 
 func newTokens(table []byte, index *[256]uint16) *tokens {
@@ -31,11 +33,29 @@ func newTokens(table []byte, index *[256]uint16) *tokens {
 			copy(t.short[c][:], s[:l])
 		}
 	}
+	t.allShort = true
+	for _, l := range t.n {
+		t.allShort = t.allShort && l <= 16
+	}
 	return t
 }
 
 // expand appends the expansion of codes to dst.
 func (t *tokens) expand(dst []byte, codes []byte) []byte {
+	if t.allShort && cap(dst)-len(dst) >= 16*len(codes) {
+		// Every token fits a 16-byte store and there is room for one per
+		// code: the loop is a store and an add. Each code advances o by at
+		// most 16, so store k ends at most 16(k+1) bytes past len(dst),
+		// within the capacity just checked; that is what makes the
+		// unchecked stores safe.
+		o := len(dst)
+		p := unsafe.Pointer(unsafe.SliceData(dst))
+		for _, c := range codes {
+			*(*[16]byte)(unsafe.Add(p, o)) = t.short[c]
+			o += int(t.n[c])
+		}
+		return dst[:o]
+	}
 	for _, c := range codes {
 		l := int(t.n[c])
 		if l > 16 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -36,11 +37,25 @@ type Index struct {
 	derivedEnd uint64   // end of the highest symbol when sizes are derived; 0 unknown
 	byAddr     []uint32 // nil when addrs is sorted; stable by source order
 	maxLast    []uint64 // sized indexes: running max of last bytes in address order
+	// addrTop holds every topStride'th address in address order: an
+	// upper-bound search looks here first (it stays in cache) and then
+	// searches one stride of addrs.
+	addrTop []uint64
 
 	nameOnce sync.Once
 	byName   []uint32 // sorted by (name, source index)
-	hint     []uint32 // by-name permutation supplied by the source, checked on first use
+	// nameTop holds the first 8 bytes (big-endian, zero-padded) of every
+	// topStride'th name in byName order: a name search looks here first
+	// and then compares whole names within one stride, or the run of
+	// strides that share the prefix.
+	nameTop []uint64
+	hint    []uint32 // by-name permutation supplied by the source, checked on first use
 }
+
+// topStride is the sampling step of the top-level address and name arrays:
+// 1/64 of a symbol's 8-byte address and 4-byte name position per symbol,
+// while the last search step touches at most a few cache lines.
+const topStride = 64
 
 // Builder accumulates symbols for an Index. The zero value is not usable;
 // call NewBuilder.
@@ -87,6 +102,31 @@ func (b *Builder) AddSized(addr, size uint64, kind byte, name []byte) {
 	}
 	b.ix.sizes = append(b.ix.sizes, size)
 	b.add(addr, kind, name)
+}
+
+// NameBuffer returns the index's names buffer, for a decoder that writes
+// names in place instead of handing Add a copy: append the next symbol's
+// type letter and then its name to the returned slice and pass the result
+// to AddAppended. Nothing else may be added in between.
+func (b *Builder) NameBuffer() []byte { return b.ix.names }
+
+// AddAppended appends a symbol whose size is to be derived and whose type
+// letter and name the caller appended to the slice NameBuffer returned;
+// names is that slice after the appends (it may have been reallocated). An
+// entry without a type letter makes Build fail.
+func (b *Builder) AddAppended(addr uint64, names []byte) {
+	if len(names) <= len(b.ix.names) && b.err == nil {
+		b.err = fmt.Errorf("symfinder: %s: symbol %d has no type letter", b.ix.name, len(b.ix.addrs))
+	}
+	if b.sized {
+		b.ix.sizes = append(b.ix.sizes, 0)
+	}
+	b.ix.names = names
+	b.ix.addrs = append(b.ix.addrs, addr)
+	if uint64(len(names)) > math.MaxUint32 && b.err == nil {
+		b.err = fmt.Errorf("symfinder: %s: names exceed 4 GiB", b.ix.name)
+	}
+	b.ix.nameOff = append(b.ix.nameOff, uint32(len(names)))
 }
 
 // AddString is Add for a string name.
@@ -147,6 +187,12 @@ func (b *Builder) Build() (*Index, error) {
 			ix.maxLast[p] = run
 		}
 	}
+	if n := len(ix.addrs); n > 2*topStride {
+		ix.addrTop = make([]uint64, 0, (n+topStride-1)/topStride)
+		for p := 0; p < n; p += topStride {
+			ix.addrTop = append(ix.addrTop, ix.addrAt(p))
+		}
+	}
 	return ix, nil
 }
 
@@ -185,7 +231,23 @@ func (ix *Index) Size(i int) (size uint64, derived bool) {
 		return ix.sizes[i], false
 	}
 	a := ix.addrs[i]
-	next, ok := ix.nextAbove(a)
+	var next uint64
+	var ok bool
+	if ix.byAddr == nil {
+		// Sorted: the next higher address follows the alias group,
+		// which is short; a long one is searched.
+		for j := i + 1; j < len(ix.addrs) && j <= i+8; j++ {
+			if ix.addrs[j] != a {
+				next, ok = ix.addrs[j], true
+				break
+			}
+		}
+		if !ok && i+9 < len(ix.addrs) {
+			next, ok = ix.nextAbove(a)
+		}
+	} else {
+		next, ok = ix.nextAbove(a)
+	}
 	if !ok {
 		if ix.derivedEnd > a {
 			return ix.derivedEnd - a, true
@@ -198,6 +260,18 @@ func (ix *Index) Size(i int) (size uint64, derived bool) {
 // upper returns the first position in address order whose address is > a.
 func (ix *Index) upper(a uint64) int {
 	lo, hi := 0, len(ix.addrs)
+	if top := ix.addrTop; top != nil {
+		// The first sample above a bounds the answer from above, the one
+		// before it from below.
+		k := upperBound(top, a)
+		if k > 0 {
+			lo = (k-1)*topStride + 1
+		}
+		hi = min(hi, k*topStride)
+	}
+	if ix.byAddr == nil {
+		return lo + upperBound(ix.addrs[lo:hi], a)
+	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if ix.addrAt(m) <= a {
@@ -207,6 +281,31 @@ func (ix *Index) upper(a uint64) int {
 		}
 	}
 	return lo
+}
+
+// upperBound returns the first index of sorted s whose value is above a.
+// It is branch-free (the step is a conditional move), so random lookups do
+// not pay a mispredicted branch per halving.
+func upperBound(s []uint64, a uint64) int {
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		base += half & -b2i(s[base+half] <= a)
+		n -= half
+	}
+	return base + b2i(s[base] <= a)
+}
+
+// b2i is 1 for true; the compiler makes it a SETcc, not a branch.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (ix *Index) nextAbove(a uint64) (uint64, bool) {
@@ -245,13 +344,43 @@ func (ix *Index) Find(q Query, yield func(Symbol) bool) error {
 	case ByName:
 		ix.findName(q.Name, yield)
 	case All:
-		for i := range ix.addrs {
+		ix.all(yield)
+	}
+	return nil
+}
+
+// all yields every symbol in source order. With sorted, derived sizes it
+// walks alias groups, deriving each group's size once from the address
+// after it.
+func (ix *Index) all(yield func(Symbol) bool) {
+	n := len(ix.addrs)
+	if ix.sizes != nil || ix.byAddr != nil {
+		for i := range n {
 			if !yield(ix.Symbol(i)) {
-				break
+				return
+			}
+		}
+		return
+	}
+	for i := 0; i < n; {
+		a := ix.addrs[i]
+		j := i + 1
+		for j < n && ix.addrs[j] == a {
+			j++
+		}
+		var size uint64
+		switch {
+		case j < n:
+			size = ix.addrs[j] - a
+		case ix.derivedEnd > a:
+			size = ix.derivedEnd - a
+		}
+		for ; i < j; i++ {
+			if !yield(ix.symbol(i, size, true)) {
+				return
 			}
 		}
 	}
-	return nil
 }
 
 // Lookup returns the best symbol containing addr.
@@ -325,61 +454,122 @@ func (ix *Index) findAddr(a uint64, yield func(Symbol) bool) {
 
 func (ix *Index) nameOrder() []uint32 {
 	ix.nameOnce.Do(func() {
-		less := func(x, y uint32) int {
-			if c := bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y))); c != 0 {
-				return c
+		if perm := ix.hintOrder(); perm != nil {
+			ix.byName = perm
+		} else {
+			perm = make([]uint32, len(ix.addrs))
+			for i := range perm {
+				perm[i] = uint32(i)
 			}
-			return cmp.Compare(x, y)
-		}
-		if h := ix.hint; len(h) == len(ix.addrs) && validPerm(h, len(ix.addrs)) {
-			// The kernel sorts by (name, address, index); re-sort equal
-			// names by index, which is cheap since runs are short.
-			if slices.IsSortedFunc(h, func(x, y uint32) int {
-				return bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y)))
-			}) {
-				perm := slices.Clone(h)
-				for i := 0; i < len(perm); {
-					j := i + 1
-					for j < len(perm) && bytes.Equal(ix.NameBytes(int(perm[i])), ix.NameBytes(int(perm[j]))) {
-						j++
-					}
-					if j-i > 1 {
-						slices.Sort(perm[i:j])
-					}
-					i = j
+			slices.SortFunc(perm, func(x, y uint32) int {
+				if c := bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y))); c != 0 {
+					return c
 				}
-				ix.byName, ix.hint = perm, nil
-				return
-			}
+				return cmp.Compare(x, y)
+			})
+			ix.byName = perm
 		}
 		ix.hint = nil
-		perm := make([]uint32, len(ix.addrs))
-		for i := range perm {
-			perm[i] = uint32(i)
+		if n := len(ix.byName); n > 2*topStride {
+			ix.nameTop = make([]uint64, 0, (n+topStride-1)/topStride)
+			for j := 0; j < n; j += topStride {
+				ix.nameTop = append(ix.nameTop, nameKey(ix.NameBytes(int(ix.byName[j]))))
+			}
 		}
-		slices.SortFunc(perm, less)
-		ix.byName = perm
 	})
 	return ix.byName
 }
 
+// hintOrder returns the by-name permutation from the source's hint when it
+// is one and sorts the names, with equal names re-sorted by index (the
+// kernel sorts them by address, which runs are short enough to re-sort
+// cheaply); else nil.
+func (ix *Index) hintOrder() []uint32 {
+	h := ix.hint
+	n := len(ix.addrs)
+	if len(h) != n || !validPerm(h, n) {
+		return nil
+	}
+	// Compare 8-byte prefixes, computed in one sequential pass, before
+	// whole names: most neighbours differ there, and the prefixes stay in
+	// cache while the names would be fetched from all over the buffer.
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = nameKey(ix.NameBytes(i))
+	}
+	perm := slices.Clone(h)
+	run := 0 // start of the current run of equal names
+	for j := 1; j <= n; j++ {
+		if j < n {
+			x, y := perm[j-1], perm[j]
+			c := cmp.Compare(keys[x], keys[y])
+			if c == 0 {
+				c = bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y)))
+			}
+			if c > 0 {
+				return nil
+			}
+			if c == 0 {
+				continue
+			}
+		}
+		if j-run > 1 && !slices.IsSorted(perm[run:j]) {
+			slices.Sort(perm[run:j])
+		}
+		run = j
+	}
+	return perm
+}
+
+// nameKey is the first 8 bytes of name as a big-endian number, zero
+// padded: comparing keys orders names as bytes.Compare does whenever the
+// keys differ.
+func nameKey[S ~string | ~[]byte](name S) uint64 {
+	var k uint64
+	n := min(len(name), 8)
+	for i := range n {
+		k |= uint64(name[i]) << (56 - 8*i)
+	}
+	return k
+}
+
 func validPerm(p []uint32, n int) bool {
-	seen := make([]bool, n)
+	seen := make([]uint64, (n+63)/64)
 	for _, v := range p {
-		if int(v) >= n || seen[v] {
+		if int(v) >= n || seen[v/64]&(1<<(v%64)) != 0 {
 			return false
 		}
-		seen[v] = true
+		seen[v/64] |= 1 << (v % 64)
 	}
 	return true
 }
 
 func (ix *Index) findName(name string, yield func(Symbol) bool) {
 	perm := ix.nameOrder()
-	k, _ := slices.BinarySearchFunc(perm, name, func(i uint32, n string) int {
-		return compareBS(ix.NameBytes(int(i)), n)
-	})
-	for ; k < len(perm) && string(ix.NameBytes(int(perm[k]))) == name; k++ {
+	lo, hi := 0, len(perm)
+	if top := ix.nameTop; top != nil {
+		// Samples below name's key bound the first match from below,
+		// samples above it from above.
+		kq := nameKey(name)
+		k1, _ := slices.BinarySearch(top, kq) // first sample >= kq
+		k2 := k1
+		for k2 < len(top) && top[k2] == kq {
+			k2++
+		}
+		if k1 > 0 {
+			lo = (k1-1)*topStride + 1
+		}
+		hi = min(hi, k2*topStride)
+	}
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if compareBS(ix.NameBytes(int(perm[m])), name) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for k := lo; k < len(perm) && string(ix.NameBytes(int(perm[k]))) == name; k++ {
 		if !yield(ix.Symbol(int(perm[k]))) {
 			return
 		}
@@ -390,16 +580,12 @@ func (ix *Index) findName(name string, yield func(Symbol) bool) {
 // by-name permutation while it has not been built).
 func (ix *Index) MemoryBytes() int {
 	return 8*cap(ix.addrs) + 4*cap(ix.nameOff) + cap(ix.names) + 8*cap(ix.sizes) +
-		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 4*cap(ix.byName) + 4*cap(ix.hint)
+		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 8*cap(ix.addrTop) +
+		4*cap(ix.byName) + 8*cap(ix.nameTop) + 4*cap(ix.hint)
 }
 
-// compareBS compares b with s bytewise without converting either.
+// compareBS compares b with s bytewise without copying either (the
+// runtime's vectorized string comparison on a view of b).
 func compareBS(b []byte, s string) int {
-	n := min(len(b), len(s))
-	for i := 0; i < n; i++ {
-		if b[i] != s[i] {
-			return cmp.Compare(b[i], s[i])
-		}
-	}
-	return cmp.Compare(len(b), len(s))
+	return strings.Compare(unsafe.String(unsafe.SliceData(b), len(b)), s)
 }

@@ -1,9 +1,11 @@
 package symfinder
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -253,4 +255,127 @@ func BenchmarkIndexLookup(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(ix.MemoryBytes()-len(ix.names))/n, "index-bytes/sym")
+}
+
+// TestIndexLargeBruteForce checks an index big enough for the sampled
+// top-level arrays against brute-force answers: aliases, duplicate names,
+// names sharing long prefixes, built with Add and with AddAppended, with
+// and without the source's by-name hint.
+func TestIndexLargeBruteForce(t *testing.T) {
+	type sym struct {
+		addr uint64
+		kind byte
+		name string
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var syms []sym
+	a := uint64(0xffffffff81000000)
+	prefixes := []string{"__pfx_", "__pfx_x", "a", "trace_event_raw_", "z", ""}
+	for i := 0; i < 5000; i++ {
+		if r.IntN(5) != 0 {
+			a += uint64(1 + r.IntN(300))
+		}
+		name := fmt.Sprintf("%s%d", prefixes[r.IntN(len(prefixes))], r.IntN(3000))
+		syms = append(syms, sym{a, "tTdD"[r.IntN(4)], name})
+	}
+	end := a + 0x40
+	// The kernel's seqs_of_names: by name, then by address descending
+	// within a name, which the index must re-sort into source order.
+	hint := make([]uint32, len(syms))
+	for i := range hint {
+		hint[i] = uint32(i)
+	}
+	slices.SortFunc(hint, func(x, y uint32) int {
+		if c := strings.Compare(syms[x].name, syms[y].name); c != 0 {
+			return c
+		}
+		return -cmp.Compare(x, y)
+	})
+	for _, tc := range []struct {
+		name     string
+		appended bool
+		hint     []uint32
+	}{{"add", false, nil}, {"appended", true, nil}, {"hint", true, hint}, {"bad-hint", false, slices.Concat(hint[1:], hint[:1])}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBuilder("k", "")
+			b.Grow(len(syms), 0)
+			for _, s := range syms {
+				if tc.appended {
+					buf := append(b.NameBuffer(), s.kind)
+					b.AddAppended(s.addr, append(buf, s.name...))
+				} else {
+					b.AddString(s.addr, s.kind, s.name)
+				}
+			}
+			b.SetDerivedEnd(end)
+			b.SetNameOrder(tc.hint)
+			ix, err := b.Build()
+			require.NoError(t, err)
+			sizeOf := func(i int) uint64 {
+				for j := i + 1; j < len(syms); j++ {
+					if syms[j].addr != syms[i].addr {
+						return syms[j].addr - syms[i].addr
+					}
+				}
+				return end - syms[i].addr
+			}
+			all := collect(ix, Query{Kind: All})
+			require.Len(t, all, len(syms))
+			for i, s := range syms {
+				want := Symbol{Name: s.name, Addr: s.addr, Size: sizeOf(i), SizeDerived: true, Kind: s.kind}
+				require.Equal(t, want, all[i], "symbol %d", i)
+				size, derived := ix.Size(i)
+				require.True(t, derived)
+				require.Equal(t, want.Size, size)
+			}
+			for q := 0; q < 3000; q++ {
+				var addr uint64
+				if q%2 == 0 {
+					addr = syms[r.IntN(len(syms))].addr + uint64(r.IntN(3))
+				} else {
+					addr = syms[0].addr - 2 + uint64(r.IntN(int(end-syms[0].addr+4)))
+				}
+				var want []string
+				for i := len(syms) - 1; i >= 0; i-- {
+					if syms[i].addr <= addr {
+						g := syms[i].addr
+						if addr-g < sizeOf(i) {
+							for i > 0 && syms[i-1].addr == g {
+								i--
+							}
+							for ; i < len(syms) && syms[i].addr == g; i++ {
+								want = append(want, syms[i].name)
+							}
+						}
+						break
+					}
+				}
+				require.Equal(t, want, names(collect(ix, Query{Kind: ByAddr, Addr: addr})), "addr %#x", addr)
+			}
+			queries := []string{"", "__pfx", "__pfx_", "zz", "a", "~"}
+			for q := 0; q < 2000; q++ {
+				queries = append(queries, fmt.Sprintf("%s%d", prefixes[r.IntN(len(prefixes))], r.IntN(3100)))
+			}
+			for _, q := range queries {
+				var want []uint64
+				for _, s := range syms {
+					if s.name == q {
+						want = append(want, s.addr)
+					}
+				}
+				var got []uint64
+				for _, s := range collect(ix, Query{Kind: ByName, Name: q}) {
+					got = append(got, s.Addr)
+				}
+				require.Equal(t, want, got, "name %q", q)
+			}
+		})
+	}
+}
+
+func TestBuilderAddAppendedEmpty(t *testing.T) {
+	b := NewBuilder("k", "")
+	b.AddAppended(0x10, b.NameBuffer())
+	_, err := b.Build()
+	require.Error(t, err)
 }
