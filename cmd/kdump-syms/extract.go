@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kdumpsyms/kdumpsyms/extract"
+)
+
+// consumerWhy explains each consumer of the extract report.
+var consumerWhy = map[string]string{
+	"vmcoreinfo":  "the VMCOREINFO note, found in memory",
+	"translation": "top-level page table and translation setup",
+	"kallsyms":    "kallsyms tables and the page tables leading to them",
+	"btf":         "the kernel's BTF (struct module layout)",
+	"modules":     "struct module, module symtabs/strtabs, module page tables",
+	"finders":     "other finders' All (BPF, ftrace, kprobes)",
+	"keep":        "--keep ranges",
+}
+
+func cmdExtract(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("extract", "extract [flags] -o OUT VMCORE")
+	var (
+		parts, keeps multiFlag
+		out          = fs.String("o", "", "write the extract to `file` (file.1 … file.N for a split dump)")
+		format       = fs.String("format", "", "output container: elf (default: the input's own)")
+		force        = fs.Bool("force", false, "replace existing output files")
+	)
+	fs.Var(&parts, "part", "another part of a split dump (repeatable)")
+	fs.Var(&keeps, "keep", "also keep `range` p:0xSTART-0xEND (physical) or v:0xSTART-0xEND (kernel virtual), END exclusive (repeatable)")
+	pos, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0:
+		return usagef("extract: no VMCORE given")
+	case len(pos) > 1:
+		return usagef("extract: one VMCORE only (name other parts of a split dump with --part)")
+	case *out == "":
+		return usagef("extract: no output file given (-o OUT)")
+	case *format != "" && *format != "elf":
+		return usagef("extract: --format %q: only elf", *format)
+	}
+	var ranges []extract.Range
+	for _, k := range keeps {
+		r, err := extract.ParseRange(k)
+		if err != nil {
+			return usagef("extract: --keep: %v", err)
+		}
+		ranges = append(ranges, r)
+	}
+	started := time.Now()
+	stop := progress(stderr, "extracting "+pos[0])
+	res, err := extract.Extract(*out, append(pos, parts...), extract.Options{Format: *format, Keep: ranges, Force: *force})
+	stop()
+	if err != nil {
+		if errors.Is(err, extract.ErrExists) {
+			return usageError{err.Error()}
+		}
+		return err
+	}
+	fmt.Fprintf(stderr, "kdump-syms: extract: kept %d pages of %d bytes (%s); %d pages read are not in the input\n",
+		res.Pages, res.PageSize, mib(int64(res.Pages)*int64(res.PageSize)), res.NotSaved)
+	var failed []error
+	for i, c := range res.Consumers {
+		fmt.Fprintf(stderr, "  %-12s %6d pages %9s  %s\n", c.Name, res.Saved[i], mib(int64(res.Saved[i])*int64(res.PageSize)), consumerWhy[c.Name])
+		if c.Err != nil {
+			fmt.Fprintf(stderr, "  %-12s failed: %v\n", "", c.Err)
+			failed = append(failed, c.Err)
+		}
+	}
+	fmt.Fprintf(stderr, "kdump-syms: extract: wrote %s, %d file(s), %s, in %s\n", res.Format, len(res.Files), mib(res.Bytes), time.Since(started).Round(time.Millisecond))
+	for _, f := range res.Files {
+		fmt.Fprintln(stdout, f)
+	}
+	return nil
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
+)
+
+func TestExtractUsage(t *testing.T) {
+	code, stdout, _ := runCLI("extract", "--help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, stdout, "Usage: kdump-syms extract")
+	for _, args := range [][]string{
+		{"extract"},
+		{"extract", "vmcore"},                            // no -o
+		{"extract", "-o", "x", "a", "b"},                 // two dumps
+		{"extract", "-o", "x", "--format", "kdump", "a"}, // only elf
+		{"extract", "-o", "x", "--keep", "q:1-2", "a"},
+	} {
+		code, _, _ := runCLI(args...)
+		assert.Equal(t, exitUsage, code, "%q", args)
+	}
+}
+
+func TestExtractCLI(t *testing.T) {
+	dir := t.TempDir()
+	ram := bytes.Repeat([]byte("kdump-syms"), 64<<10)
+	core := (&elfcoretest.Builder{
+		Notes:    []elfcoretest.Note{elfcoretest.VMCOREINFONote("OSRELEASE=6.1.0-test\nPAGESIZE=4096\n")},
+		Segments: []elfcoretest.Segment{{Paddr: 0, Data: ram}},
+	}).Bytes()
+	in := filepath.Join(dir, "in.elf")
+	require.NoError(t, os.WriteFile(in, core, 0o644))
+	out := filepath.Join(dir, "out.elf")
+	code, stdout, stderr := runCLI("extract", "-o", out, "--keep", "p:0x1000-0x3000", in)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, out+"\n", stdout)
+	assert.Contains(t, stderr, "kept 2 pages")
+	assert.Contains(t, stderr, "keep")
+	assert.Contains(t, stderr, "translation") // and why it failed
+	st, err := os.Stat(out)
+	require.NoError(t, err)
+	assert.Less(t, st.Size(), int64(3*4096))
+
+	// No overwrite without --force.
+	code, _, stderr = runCLI("extract", "-o", out, in)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "exists")
+	code, _, stderr = runCLI("extract", "-o", out, "--force", in)
+	assert.Equal(t, exitOK, code, stderr)
+
+	// A broken input fails naming it, and leaves nothing behind.
+	junk := filepath.Join(dir, "junk")
+	require.NoError(t, os.WriteFile(junk, append([]byte("KDUMP   "), make([]byte, 100)...), 0o644))
+	code, _, stderr = runCLI("extract", "-o", filepath.Join(dir, "junk.out"), junk)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, junk)
+	names, _ := os.ReadDir(dir)
+	for _, n := range names {
+		assert.False(t, strings.HasPrefix(n.Name(), "junk.out") || strings.Contains(n.Name(), ".tmp-"), n.Name())
+	}
+}
+
+// TestExtractCorpus: "kdump-syms all" prints the same on an extract as on
+// its input.
+func TestExtractCorpus(t *testing.T) {
+	for g, dump := range corpusDumps(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "x")
+			code, _, stderr := runCLI("extract", "-o", out, dump)
+			require.Equal(t, exitOK, code, stderr)
+			t.Log(stderr)
+			code1, want, _ := runCLI("all", dump)
+			code2, got, _ := runCLI("all", out)
+			assert.Equal(t, code1, code2)
+			assert.Equal(t, strings.Count(want, "\n"), strings.Count(got, "\n"))
+			assert.True(t, want == got, "all differs on the extract")
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package extract
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+)
+
+// allSymbols is what "kdump-syms all" prints, one line per symbol, and the
+// errors of the finders.
+func allSymbols(t *testing.T, paths []string) ([]string, error) {
+	t.Helper()
+	s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var out []string
+	for sym, err := range s.Chain().All() {
+		if err != nil {
+			out = append(out, "error: "+err.Error())
+			continue
+		}
+		out = append(out, fmt.Sprintf("%016x %c %s\t[%s]", sym.Addr, sym.Kind, sym.Name, sym.Module))
+	}
+	return out, nil
+}
+
+// TestCorpusExtract extracts every corpus dump there is (the full dumps of
+// the cache, else the committed extracts, which then extract to
+// themselves) and checks that the extract decodes to exactly the same
+// symbols as its input.
+func TestCorpusExtract(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			formats := g.AvailableDumps()
+			if len(formats) == 0 {
+				t.Skipf("no dumps of %s: %s", g.Name, "run testdata/vmcores/generate")
+			}
+			for _, f := range formats {
+				t.Run(string(f), func(t *testing.T) {
+					paths, _ := g.DumpPaths(f)
+					want, err := allSymbols(t, paths)
+					if err != nil {
+						t.Skipf("the input itself does not open: %v", err)
+					}
+					require.Greater(t, len(want), 10000)
+					variants := []string{""}
+					if f == testutil.DumpZlib || f == testutil.DumpQEMUKdumpZlib {
+						variants = append(variants, "elf")
+					}
+					for _, format := range variants {
+						out := filepath.Join(t.TempDir(), "x")
+						start := time.Now()
+						res, err := Extract(out, paths, Options{Format: format})
+						require.NoError(t, err)
+						t.Logf("format %q: %d pages, %d bytes in %d file(s), %s", res.Format, res.Pages, res.Bytes, len(res.Files), time.Since(start))
+						if format == "" {
+							require.Len(t, res.Files, len(paths))
+						}
+						got, err := allSymbols(t, res.Files)
+						require.NoError(t, err)
+						require.Equal(t, len(want), len(got), "symbol count")
+						for i := range want {
+							require.Equal(t, want[i], got[i], "symbol %d", i)
+						}
+					}
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,363 @@
+package extract
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/kallsyms"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// recordShift is the granule the recorder works in: 4 KiB, the smallest
+// page size of the architectures read. Pages are converted to the dump's
+// page size when the selection is made.
+const recordShift = 12
+
+// Range is a range of addresses [Start, End) to keep besides what decoding
+// reads: physical, or kernel virtual (translated page by page).
+type Range struct {
+	Virtual    bool
+	Start, End uint64
+}
+
+// ParseRange parses "p:0xSTART-0xEND" (physical) or "v:0xSTART-0xEND"
+// (kernel virtual); END is exclusive. Numbers are hex with or without 0x.
+func ParseRange(s string) (Range, error) {
+	var r Range
+	space, rest, ok := strings.Cut(s, ":")
+	switch {
+	case !ok:
+		return r, fmt.Errorf("range %q: want p:START-END or v:START-END", s)
+	case space == "p":
+	case space == "v":
+		r.Virtual = true
+	default:
+		return r, fmt.Errorf("range %q: address space %q is neither p (physical) nor v (kernel virtual)", s, space)
+	}
+	a, b, ok := strings.Cut(rest, "-")
+	if !ok {
+		return r, fmt.Errorf("range %q: want START-END", s)
+	}
+	var err1, err2 error
+	r.Start, err1 = parseHex(a)
+	r.End, err2 = parseHex(b)
+	if err := errors.Join(err1, err2); err != nil {
+		return r, fmt.Errorf("range %q: %w", s, err)
+	}
+	if r.End <= r.Start {
+		return r, fmt.Errorf("range %q: end is not above start", s)
+	}
+	return r, nil
+}
+
+func parseHex(s string) (uint64, error) {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	return strconv.ParseUint(s, 16, 64)
+}
+
+func (r Range) String() string {
+	sp := "p"
+	if r.Virtual {
+		sp = "v"
+	}
+	return fmt.Sprintf("%s:%#x-%#x", sp, r.Start, r.End)
+}
+
+// Consumer is one stage of decoding and the pages it read first.
+type Consumer struct {
+	// Name is "vmcoreinfo", "translation", "kallsyms", "btf", "modules",
+	// "finders" or "keep".
+	Name string
+	// Pages are the page frame numbers (in the dump's page size) this
+	// consumer read before any later one, in increasing order, whether or
+	// not the dump holds them.
+	Pages []uint64
+	// Err is why the consumer failed, if it did; what it read until then
+	// is kept.
+	Err error
+}
+
+// Selection is an open dump and the pages decoding read from it.
+type Selection struct {
+	Session   *kdumpsyms.Session
+	Consumers []Consumer
+	// PageShift is log2 of the dump's page size; page frame numbers are in
+	// that unit.
+	PageShift uint
+
+	rec  *memory.Recorder
+	seen map[uint64]bool
+}
+
+// Close closes the session.
+func (s *Selection) Close() error { return s.Session.Close() }
+
+// Pages returns every page frame number read or asked for, in increasing
+// order, whether or not the dump holds it.
+func (s *Selection) Pages() []uint64 {
+	return slices.Sorted(maps.Keys(s.seen))
+}
+
+// Record opens the dump in paths with opt, decodes everything (the kernel
+// address space, kallsyms, BTF and modules, then every finder's All), and
+// returns the pages each stage read. Stages that fail are reported in
+// their Consumer's Err and the others still run, except that a failure
+// caused by corrupt data (memory.ErrCorrupt) is returned as the error:
+// an extract must not silently lose what a reader of the full dump would
+// report. Errors of opening the dump are those of kdumpsyms.Open, which
+// name the file.
+func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
+	var rec *memory.Recorder
+	opt.Dump.WrapPhysical = func(r memory.Reader) memory.Reader {
+		rec = memory.NewRecorder(r, recordShift)
+		return rec
+	}
+	sess, err := kdumpsyms.Open(opt, paths...)
+	if err != nil {
+		return nil, err
+	}
+	d := sess.Dump()
+	ps := d.PageSize()
+	if ps == 0 || ps&(ps-1) != 0 || rec == nil {
+		sess.Close()
+		return nil, fmt.Errorf("extract: %s: page size %d", paths[0], ps)
+	}
+	sel := &Selection{Session: sess, PageShift: uint(bits.TrailingZeros(uint(ps))), rec: rec, seen: map[uint64]bool{}}
+
+	// A VMCOREINFO found by scanning memory: keep the note's pages, not the
+	// megabytes scanned before it.
+	rec.Reset()
+	var vmci Consumer
+	vmci.Name = "vmcoreinfo"
+	if src := d.InfoSource(); strings.HasPrefix(src, "memory-scan at ") || strings.HasPrefix(src, "s390-lowcore at ") {
+		if at, err := parseHex(src[strings.LastIndexByte(src, ' ')+1:]); err == nil {
+			sel.addPhys(at, at+uint64(12+12+len(d.VMCOREINFO())+8))
+			if strings.HasPrefix(src, "s390") {
+				sel.addPhys(0xe0c, 0xe14)
+			}
+		}
+	}
+	vmci.Pages = sel.snapshot()
+	sel.Consumers = append(sel.Consumers, vmci)
+
+	stage := func(name string, f func() error) error {
+		err := f()
+		sel.Consumers = append(sel.Consumers, Consumer{Name: name, Pages: sel.snapshot(), Err: err})
+		if err != nil && errors.Is(err, memory.ErrCorrupt) {
+			return fmt.Errorf("extract: %s: %s: %w", paths[0], name, err)
+		}
+		return nil
+	}
+	fail := func(err error) (*Selection, error) {
+		sess.Close()
+		return nil, err
+	}
+	if err := stage("translation", func() error { _, err := sess.Kernel(); return err }); err != nil {
+		return fail(err)
+	}
+	if err := stage("kallsyms", func() error { _, err := sess.Kallsyms(); return err }); err != nil {
+		return fail(err)
+	}
+	if k, err := sess.Kallsyms(); err == nil && k.Layout.Source == "scan" {
+		sel.trimScan(&k.Layout, opt.Kallsyms)
+	}
+	if err := stage("modules", func() error { _, err := sess.Modules(); return err }); err != nil {
+		return fail(err)
+	}
+	sel.splitBTF()
+	if err := stage("finders", func() error {
+		var errs []error
+		for _, err := range sess.Chain().All() {
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		return errors.Join(errs...)
+	}); err != nil {
+		return fail(err)
+	}
+	return sel, nil
+}
+
+// snapshot returns the pages the recorder saw since the last snapshot and
+// not before, in dump pages, and marks them seen.
+func (s *Selection) snapshot() []uint64 {
+	var out []uint64
+	for _, p := range s.rec.Pages() {
+		first, last := s.toDumpPages(p)
+		for pfn := first; pfn <= last; pfn++ {
+			if !s.seen[pfn] {
+				s.seen[pfn] = true
+				out = append(out, pfn)
+			}
+		}
+	}
+	s.rec.Reset()
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// toDumpPages converts a recorder page to the dump pages it overlaps.
+func (s *Selection) toDumpPages(p uint64) (first, last uint64) {
+	if s.PageShift >= recordShift {
+		q := p >> (s.PageShift - recordShift)
+		return q, q
+	}
+	d := recordShift - s.PageShift
+	return p << d, p<<d | (1<<d - 1)
+}
+
+// addPhys records the pages of [start, end) as read.
+func (s *Selection) addPhys(start, end uint64) {
+	if end <= start {
+		return
+	}
+	for p := start >> recordShift; p <= (end-1)>>recordShift; p++ {
+		var b [1]byte
+		s.rec.ReadAt(b[:], p<<recordShift) // records the page; absence is fine
+	}
+}
+
+// trimScan drops from the "kallsyms" consumer the pages of the kernel image
+// that a scan for the tables (kernels before 6.0, whose VMCOREINFO does not
+// name them) read without finding them: the scan window is tens of MiB,
+// the tables a few. The scan skips pages a dump lacks, so on the extract
+// it finds the same tables at once; the corpus test checks that the
+// extract decodes to the same symbols.
+func (s *Selection) trimScan(l *kallsyms.Layout, kopt kallsyms.Options) {
+	ci := len(s.Consumers) - 1
+	c := &s.Consumers[ci]
+	t, err := s.Session.Dump().Translator()
+	if err != nil {
+		return
+	}
+	info := s.Session.Dump().Info()
+	start, end := kopt.ImageStart, kopt.ImageEnd
+	if start == 0 && info != nil {
+		var ok bool
+		if start, ok = info.Symbol("_stext"); !ok {
+			start, _ = info.Symbol("_text")
+		}
+	}
+	if start == 0 {
+		return
+	}
+	if end == 0 {
+		end = start + kallsyms.DefaultScanWindow
+	}
+	ps := uint64(1) << s.PageShift
+	pagesOf := func(va, n uint64, set map[uint64]bool) {
+		for p := va &^ (ps - 1); p < va+n && p >= va&^(ps-1); p += ps {
+			if pa, err := t.Translate(p); err == nil {
+				set[pa>>s.PageShift] = true
+			}
+		}
+	}
+	window := map[uint64]bool{}
+	pagesOf(start, end-start, window)
+	tables := map[uint64]bool{}
+	for _, r := range l.Regions() {
+		if r.Addr != 0 {
+			pagesOf(r.Addr, max(r.Size, 8), tables)
+		}
+	}
+	var keep []uint64
+	for _, p := range c.Pages {
+		if window[p] && !tables[p] {
+			delete(s.seen, p)
+			continue
+		}
+		keep = append(keep, p)
+	}
+	c.Pages = keep
+	// Translations above may have walked page tables; they belong here.
+	c.Pages = append(c.Pages, s.snapshot()...)
+	slices.Sort(c.Pages)
+}
+
+// splitBTF moves the pages of [__start_BTF, __stop_BTF) out of the
+// "modules" consumer into a "btf" one.
+func (s *Selection) splitBTF() {
+	mi := len(s.Consumers) - 1
+	mod := &s.Consumers[mi]
+	c := s.Session.Chain()
+	start, err1 := c.LookupName("__start_BTF")
+	stop, err2 := c.LookupName("__stop_BTF")
+	t, err3 := s.Session.Dump().Translator()
+	if err1 != nil || err2 != nil || err3 != nil || stop.Addr <= start.Addr {
+		return
+	}
+	btf := map[uint64]bool{}
+	ps := uint64(1) << s.PageShift
+	for va := start.Addr &^ (ps - 1); va < stop.Addr; va += ps {
+		if pa, err := t.Translate(va); err == nil {
+			btf[pa>>s.PageShift] = true
+		}
+	}
+	var rest, in []uint64
+	for _, p := range mod.Pages {
+		if btf[p] {
+			in = append(in, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	mod.Pages = rest
+	b := Consumer{Name: "btf", Pages: in}
+	if mod.Err != nil && strings.Contains(mod.Err.Error(), "BTF") {
+		b.Err = mod.Err
+	}
+	s.Consumers = slices.Insert(s.Consumers, mi, b)
+}
+
+// MaxKeepPages caps the pages Keep adds: 16 Mi pages, 64 GiB of 4 KiB
+// pages, far beyond a "small" dump, and a guard against a typo that names
+// the whole address space.
+const MaxKeepPages = 1 << 24
+
+// Keep adds ranges to the selection as a "keep" consumer. Virtual ranges
+// are translated page by page; the page tables read to translate them are
+// kept too, so that a reader of the extract can translate them again.
+// Pages of a virtual range that do not translate are an error.
+func (s *Selection) Keep(ranges []Range) error {
+	if len(ranges) == 0 {
+		return nil
+	}
+	ps := uint64(1) << s.PageShift
+	total := uint64(0)
+	for _, r := range ranges {
+		total += (r.End-r.Start)>>s.PageShift + 1
+		if total > MaxKeepPages || r.End-r.Start > MaxKeepPages<<s.PageShift {
+			return fmt.Errorf("extract: --keep: more than %d pages", MaxKeepPages)
+		}
+	}
+	for _, r := range ranges {
+		if !r.Virtual {
+			s.addPhys(r.Start, r.End)
+			continue
+		}
+		t, err := s.Session.Dump().Translator()
+		if err != nil {
+			return fmt.Errorf("extract: --keep %v: %w", r, err)
+		}
+		for va := r.Start &^ (ps - 1); va < r.End; va += ps {
+			pa, err := t.Translate(va)
+			if err != nil {
+				return fmt.Errorf("extract: --keep %v: %w", r, err)
+			}
+			lo, hi := max(va, r.Start), min(va+ps, r.End)
+			s.addPhys(pa+(lo-va), pa+(hi-va))
+			if va+ps < va {
+				break
+			}
+		}
+	}
+	s.Consumers = append(s.Consumers, Consumer{Name: "keep", Pages: s.snapshot()})
+	return nil
+}
