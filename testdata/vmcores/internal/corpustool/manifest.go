@@ -113,7 +113,7 @@ func guest(name, gd, cd string) (*Guest, error) {
 		Uname:          readTrim(filepath.Join(gd, "uname")),
 		KernelCmdline:  readTrim(filepath.Join(gd, "cmdline")),
 		QEMUVersion:    readTrim(filepath.Join(cd, "qemu.version")),
-		QEMUCommand:    strings.ReplaceAll(readTrim(filepath.Join(cd, "qemu.cmdline")), cd+"/", ""),
+		QEMUCommand:    relCommand(readTrim(filepath.Join(cd, "qemu.cmdline")), cd),
 		QEMUDumps:      readLines(filepath.Join(cd, "qemu.dumpcmds")),
 		MakedumpfileV:  readTrim(filepath.Join(cd, "mdf.version")),
 		MakedumpfileCs: readLines(filepath.Join(cd, "mdf.cmds")),
@@ -208,4 +208,12 @@ func truth(gd string) (*Truth, error) {
 	}
 	t.ProcModules = len(readLines(filepath.Join(gd, "modules")))
 	return t, sc.Err()
+}
+
+// relCommand makes a recorded command line independent of the cache's
+// location: paths in the guest's directory become relative, other paths in
+// the cache start with $KDUMP_SYMS_CORPUS.
+func relCommand(cmd, guestDir string) string {
+	cmd = strings.ReplaceAll(cmd, guestDir+"/", "")
+	return strings.ReplaceAll(cmd, filepath.Dir(guestDir)+"/", "$KDUMP_SYMS_CORPUS/")
 }
