@@ -407,13 +407,8 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		return nil, err
 	}
 	b.SetDerivedEnd(f.end())
-	if t.lay.SeqsOfNames.Addr != 0 {
-		perm, err := t.readSeqs()
-		if err != nil {
-			return nil, err
-		}
-		b.SetNameOrder(perm)
-	}
+	// seqs_of_names is not read: the index hashes names for lookups,
+	// which is cheaper than checking the kernel's order would be.
 	return b.Build()
 }
 

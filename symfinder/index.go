@@ -1,9 +1,9 @@
 package symfinder
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -16,23 +16,34 @@ import (
 // kallsyms, the order /proc/kallsyms prints) and answers lookups by address
 // and by name without a heap object per symbol.
 //
-// Per symbol it holds an 8-byte address and a 4-byte offset into one names
-// buffer (whose first byte per symbol is the type letter); a 4-byte by-name
-// permutation is built on the first name lookup unless the source supplied
-// one; an 8-byte size is stored only for sources that record true sizes
-// (module symtabs), otherwise sizes are derived from the next higher
-// address as the kernel derives them. An address-order permutation exists
-// only when the source order is not already sorted by address.
+// Per symbol it holds an address and a 4-byte offset into one names buffer
+// (whose first byte per symbol is the type letter). Addresses take 4 bytes
+// when the source is sorted by address and their high halves change only a
+// few times (a kernel: per-CPU offsets, then the image), 8 otherwise. The
+// first name lookup builds an 8-byte (hash, index) entry per symbol. An
+// 8-byte size is stored only for sources that record true sizes (module
+// symtabs), otherwise sizes are derived from the next higher address as the
+// kernel derives them. An address-order permutation exists only when the
+// source order is not already sorted by address. Every 64th address is
+// sampled into a small array that address lookups search first. A kernel's
+// index thus takes 16 bytes per symbol, plus 1/8, plus the names.
 //
 // An Index is safe for concurrent use.
 type Index struct {
 	name   string
 	module string
 
-	addrs   []uint64 // source order
-	nameOff []uint32 // len(addrs)+1; names[nameOff[i]] is the type letter
+	n       int
+	addrs   []uint64 // source order; nil when compact
+	nameOff []uint32 // n+1; names[nameOff[i]] is the type letter
 	names   []byte
 	sizes   []uint64 // nil: derived
+
+	// Compact addresses, for sorted indexes (every kernel source) whose
+	// addresses share their high 32 bits in a few runs (per-CPU offsets,
+	// then the kernel image): the low halves, and the runs.
+	addrLo []uint32
+	hiRuns []hiRun
 
 	derivedEnd uint64   // end of the highest symbol when sizes are derived; 0 unknown
 	byAddr     []uint32 // nil when addrs is sorted; stable by source order
@@ -43,18 +54,25 @@ type Index struct {
 	addrTop []uint64
 
 	nameOnce sync.Once
-	byName   []uint32 // sorted by (name, source index)
-	// nameTop holds the first 8 bytes (big-endian, zero-padded) of every
-	// topStride'th name in byName order: a name search looks here first
-	// and then compares whole names within one stride, or the run of
-	// strides that share the prefix.
-	nameTop []uint64
-	hint    []uint32 // by-name permutation supplied by the source, checked on first use
+	// byHash is the name index: hash<<32 | source index for every symbol,
+	// sorted, so equal names are adjacent and in source order; a lookup
+	// searches it once and checks the names of the hits.
+	byHash   []uint64
+	hashSeed maphash.Seed
 }
 
-// topStride is the sampling step of the top-level address and name arrays:
-// 1/64 of a symbol's 8-byte address and 4-byte name position per symbol,
-// while the last search step touches at most a few cache lines.
+// hiRun is a run of compact addresses sharing their high 32 bits.
+type hiRun struct {
+	first int    // first index of the run
+	hi    uint64 // the high bits, in place (low 32 bits zero)
+}
+
+// maxHiRuns bounds the runs a compact index may have: a kernel has one or
+// two; more would make every address access search them.
+const maxHiRuns = 8
+
+// topStride is the sampling step of the top-level address array: 1/8 byte
+// per symbol, while the last search step touches a few cache lines.
 const topStride = 64
 
 // Builder accumulates symbols for an Index. The zero value is not usable;
@@ -152,11 +170,6 @@ func (b *Builder) Len() int { return len(b.ix.addrs) }
 // symbols get size 0.
 func (b *Builder) SetDerivedEnd(end uint64) { b.ix.derivedEnd = end }
 
-// SetNameOrder supplies a permutation of source indexes sorted by name, for
-// example the kernel's kallsyms_seqs_of_names. It is checked on the first
-// name lookup and replaced by a sort if it is not a sorted permutation.
-func (b *Builder) SetNameOrder(perm []uint32) { b.ix.hint = perm }
-
 // Build finishes the index. The Builder must not be used afterwards.
 func (b *Builder) Build() (*Index, error) {
 	if b.err != nil {
@@ -187,13 +200,49 @@ func (b *Builder) Build() (*Index, error) {
 			ix.maxLast[p] = run
 		}
 	}
-	if n := len(ix.addrs); n > 2*topStride {
+	ix.n = len(ix.addrs)
+	if n := ix.n; n > 2*topStride {
 		ix.addrTop = make([]uint64, 0, (n+topStride-1)/topStride)
 		for p := 0; p < n; p += topStride {
 			ix.addrTop = append(ix.addrTop, ix.addrAt(p))
 		}
 	}
+	if ix.byAddr == nil && ix.sizes == nil {
+		ix.compact()
+	}
 	return ix, nil
+}
+
+// compact replaces the sorted 8-byte addresses by their low halves and
+// runs of high halves, when there are few runs.
+func (ix *Index) compact() {
+	var runs []hiRun
+	for i, a := range ix.addrs {
+		if h := a &^ math.MaxUint32; len(runs) == 0 || runs[len(runs)-1].hi != h {
+			if len(runs) == maxHiRuns {
+				return
+			}
+			runs = append(runs, hiRun{first: i, hi: h})
+		}
+	}
+	lo := make([]uint32, len(ix.addrs))
+	for i, a := range ix.addrs {
+		lo[i] = uint32(a)
+	}
+	ix.addrLo, ix.hiRuns, ix.addrs = lo, runs, nil
+}
+
+// addr returns the address of the i'th symbol in source order.
+func (ix *Index) addr(i int) uint64 {
+	if ix.addrs != nil {
+		return ix.addrs[i]
+	}
+	r := ix.hiRuns
+	k := len(r) - 1
+	for k > 0 && r[k].first > i {
+		k--
+	}
+	return r[k].hi | uint64(ix.addrLo[i])
 }
 
 // sorted maps a position in address order to a source index.
@@ -204,7 +253,7 @@ func (ix *Index) sorted(p int) int {
 	return int(ix.byAddr[p])
 }
 
-func (ix *Index) addrAt(p int) uint64 { return ix.addrs[ix.sorted(p)] }
+func (ix *Index) addrAt(p int) uint64 { return ix.addr(ix.sorted(p)) }
 
 // Name returns the finder name.
 func (ix *Index) Name() string { return ix.name }
@@ -213,10 +262,10 @@ func (ix *Index) Name() string { return ix.name }
 func (ix *Index) Module() string { return ix.module }
 
 // Len returns the number of symbols.
-func (ix *Index) Len() int { return len(ix.addrs) }
+func (ix *Index) Len() int { return ix.n }
 
 // Addr returns the address of the i'th symbol in source order.
-func (ix *Index) Addr(i int) uint64 { return ix.addrs[i] }
+func (ix *Index) Addr(i int) uint64 { return ix.addr(i) }
 
 // Kind returns the type letter of the i'th symbol.
 func (ix *Index) Kind(i int) byte { return ix.names[ix.nameOff[i]] }
@@ -230,19 +279,19 @@ func (ix *Index) Size(i int) (size uint64, derived bool) {
 	if ix.sizes != nil {
 		return ix.sizes[i], false
 	}
-	a := ix.addrs[i]
+	a := ix.addr(i)
 	var next uint64
 	var ok bool
 	if ix.byAddr == nil {
 		// Sorted: the next higher address follows the alias group,
 		// which is short; a long one is searched.
-		for j := i + 1; j < len(ix.addrs) && j <= i+8; j++ {
-			if ix.addrs[j] != a {
-				next, ok = ix.addrs[j], true
+		for j := i + 1; j < ix.n && j <= i+8; j++ {
+			if b := ix.addr(j); b != a {
+				next, ok = b, true
 				break
 			}
 		}
-		if !ok && i+9 < len(ix.addrs) {
+		if !ok && i+9 < ix.n {
 			next, ok = ix.nextAbove(a)
 		}
 	} else {
@@ -259,7 +308,7 @@ func (ix *Index) Size(i int) (size uint64, derived bool) {
 
 // upper returns the first position in address order whose address is > a.
 func (ix *Index) upper(a uint64) int {
-	lo, hi := 0, len(ix.addrs)
+	lo, hi := 0, ix.n
 	if top := ix.addrTop; top != nil {
 		// The first sample above a bounds the answer from above, the one
 		// before it from below.
@@ -269,8 +318,33 @@ func (ix *Index) upper(a uint64) int {
 		}
 		hi = min(hi, k*topStride)
 	}
-	if ix.byAddr == nil {
+	switch {
+	case ix.addrs != nil && ix.byAddr == nil:
 		return lo + upperBound(ix.addrs[lo:hi], a)
+	case ix.addrs == nil:
+		// Compact: the positions whose high half is a's form one run
+		// (or none); search its low halves.
+		h := a &^ math.MaxUint32
+		r := ix.hiRuns
+		for k := range r {
+			end := ix.n
+			if k+1 < len(r) {
+				end = r[k+1].first
+			}
+			switch {
+			case r[k].hi < h:
+				lo = max(lo, end)
+				continue
+			case r[k].hi > h:
+				return max(lo, r[k].first)
+			}
+			lo, hi = max(lo, r[k].first), min(hi, end)
+			if lo >= hi {
+				return lo
+			}
+			return lo + upperBound(ix.addrLo[lo:hi], uint32(a))
+		}
+		return max(lo, ix.n)
 	}
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -286,7 +360,7 @@ func (ix *Index) upper(a uint64) int {
 // upperBound returns the first index of sorted s whose value is above a.
 // It is branch-free (the step is a conditional move), so random lookups do
 // not pay a mispredicted branch per halving.
-func upperBound(s []uint64, a uint64) int {
+func upperBound[T uint32 | uint64](s []T, a T) int {
 	n := len(s)
 	if n == 0 {
 		return 0
@@ -310,7 +384,7 @@ func b2i(b bool) int {
 
 func (ix *Index) nextAbove(a uint64) (uint64, bool) {
 	p := ix.upper(a)
-	if p == len(ix.addrs) {
+	if p == ix.n {
 		return 0, false
 	}
 	return ix.addrAt(p), true
@@ -328,7 +402,7 @@ func (ix *Index) symbol(i int, size uint64, derived bool) Symbol {
 		// The names buffer is never written after Build, so the string may
 		// share it: returning a symbol costs no allocation.
 		Name:        unsafe.String(unsafe.SliceData(name), len(name)),
-		Addr:        ix.addrs[i],
+		Addr:        ix.addr(i),
 		Size:        size,
 		SizeDerived: derived,
 		Kind:        ix.Kind(i),
@@ -353,7 +427,7 @@ func (ix *Index) Find(q Query, yield func(Symbol) bool) error {
 // walks alias groups, deriving each group's size once from the address
 // after it.
 func (ix *Index) all(yield func(Symbol) bool) {
-	n := len(ix.addrs)
+	n := ix.n
 	if ix.sizes != nil || ix.byAddr != nil {
 		for i := range n {
 			if !yield(ix.Symbol(i)) {
@@ -363,15 +437,19 @@ func (ix *Index) all(yield func(Symbol) bool) {
 		return
 	}
 	for i := 0; i < n; {
-		a := ix.addrs[i]
+		a := ix.addr(i)
 		j := i + 1
-		for j < n && ix.addrs[j] == a {
+		var b uint64
+		for j < n {
+			if b = ix.addr(j); b != a {
+				break
+			}
 			j++
 		}
 		var size uint64
 		switch {
 		case j < n:
-			size = ix.addrs[j] - a
+			size = b - a
 		case ix.derivedEnd > a:
 			size = ix.derivedEnd - a
 		}
@@ -405,7 +483,7 @@ func (ix *Index) findAddr(a uint64, yield func(Symbol) bool) {
 		start := ix.addrAt(p - 1)
 		var end uint64
 		switch {
-		case p < len(ix.addrs):
+		case p < ix.n:
 			end = ix.addrAt(p)
 		case ix.derivedEnd > start:
 			end = ix.derivedEnd
@@ -420,7 +498,7 @@ func (ix *Index) findAddr(a uint64, yield func(Symbol) bool) {
 			g--
 		}
 		var size uint64
-		if end != start+1 || p < len(ix.addrs) || ix.derivedEnd > start {
+		if end != start+1 || p < ix.n || ix.derivedEnd > start {
 			size = end - start
 		}
 		for q := g; q < p; q++ {
@@ -452,136 +530,83 @@ func (ix *Index) findAddr(a uint64, yield func(Symbol) bool) {
 	}
 }
 
-func (ix *Index) nameOrder() []uint32 {
+// nameIndex builds the name index on first use: hashing every name is one
+// sequential pass, and a radix sort on the hash keeps equal hashes in
+// source order.
+func (ix *Index) nameIndex() []uint64 {
 	ix.nameOnce.Do(func() {
-		if perm := ix.hintOrder(); perm != nil {
-			ix.byName = perm
-		} else {
-			perm = make([]uint32, len(ix.addrs))
-			for i := range perm {
-				perm[i] = uint32(i)
-			}
-			slices.SortFunc(perm, func(x, y uint32) int {
-				if c := bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y))); c != 0 {
-					return c
-				}
-				return cmp.Compare(x, y)
-			})
-			ix.byName = perm
+		ix.hashSeed = maphash.MakeSeed()
+		keys := make([]uint64, ix.n)
+		for i := range keys {
+			keys[i] = uint64(ix.nameHash(ix.NameBytes(i)))<<32 | uint64(i)
 		}
-		ix.hint = nil
-		if n := len(ix.byName); n > 2*topStride {
-			ix.nameTop = make([]uint64, 0, (n+topStride-1)/topStride)
-			for j := 0; j < n; j += topStride {
-				ix.nameTop = append(ix.nameTop, nameKey(ix.NameBytes(int(ix.byName[j]))))
-			}
-		}
+		ix.byHash = radixSortHigh32(keys)
 	})
-	return ix.byName
+	return ix.byHash
 }
 
-// hintOrder returns the by-name permutation from the source's hint when it
-// is one and sorts the names, with equal names re-sorted by index (the
-// kernel sorts them by address, which runs are short enough to re-sort
-// cheaply); else nil.
-func (ix *Index) hintOrder() []uint32 {
-	h := ix.hint
-	n := len(ix.addrs)
-	if len(h) != n || !validPerm(h, n) {
-		return nil
-	}
-	// Compare 8-byte prefixes, computed in one sequential pass, before
-	// whole names: most neighbours differ there, and the prefixes stay in
-	// cache while the names would be fetched from all over the buffer.
-	keys := make([]uint64, n)
-	for i := range keys {
-		keys[i] = nameKey(ix.NameBytes(i))
-	}
-	perm := slices.Clone(h)
-	run := 0 // start of the current run of equal names
-	for j := 1; j <= n; j++ {
-		if j < n {
-			x, y := perm[j-1], perm[j]
-			c := cmp.Compare(keys[x], keys[y])
-			if c == 0 {
-				c = bytes.Compare(ix.NameBytes(int(x)), ix.NameBytes(int(y)))
-			}
-			if c > 0 {
-				return nil
-			}
-			if c == 0 {
-				continue
-			}
-		}
-		if j-run > 1 && !slices.IsSorted(perm[run:j]) {
-			slices.Sort(perm[run:j])
-		}
-		run = j
-	}
-	return perm
+func (ix *Index) nameHash(name []byte) uint32 {
+	return uint32(maphash.Bytes(ix.hashSeed, name) >> 32)
 }
 
-// nameKey is the first 8 bytes of name as a big-endian number, zero
-// padded: comparing keys orders names as bytes.Compare does whenever the
-// keys differ.
-func nameKey[S ~string | ~[]byte](name S) uint64 {
-	var k uint64
-	n := min(len(name), 8)
-	for i := range n {
-		k |= uint64(name[i]) << (56 - 8*i)
-	}
-	return k
-}
-
-func validPerm(p []uint32, n int) bool {
-	seen := make([]uint64, (n+63)/64)
-	for _, v := range p {
-		if int(v) >= n || seen[v/64]&(1<<(v%64)) != 0 {
-			return false
+// radixSortHigh32 sorts keys by their high 32 bits, stably (four 8-bit
+// passes), and returns the sorted slice (keys or a buffer of its length).
+func radixSortHigh32(keys []uint64) []uint64 {
+	tmp := make([]uint64, len(keys))
+	src, dst := keys, tmp
+	for shift := 32; shift < 64; shift += 8 {
+		var count [256]int
+		for _, k := range src {
+			count[byte(k>>shift)]++
 		}
-		seen[v/64] |= 1 << (v % 64)
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, k := range src {
+			b := byte(k >> shift)
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
 	}
-	return true
+	return src
 }
 
 func (ix *Index) findName(name string, yield func(Symbol) bool) {
-	perm := ix.nameOrder()
-	lo, hi := 0, len(perm)
-	if top := ix.nameTop; top != nil {
-		// Samples below name's key bound the first match from below,
-		// samples above it from above.
-		kq := nameKey(name)
-		k1, _ := slices.BinarySearch(top, kq) // first sample >= kq
-		k2 := k1
-		for k2 < len(top) && top[k2] == kq {
-			k2++
-		}
-		if k1 > 0 {
-			lo = (k1-1)*topStride + 1
-		}
-		hi = min(hi, k2*topStride)
-	}
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if compareBS(ix.NameBytes(int(perm[m])), name) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	for k := lo; k < len(perm) && string(ix.NameBytes(int(perm[k]))) == name; k++ {
-		if !yield(ix.Symbol(int(perm[k]))) {
+	keys := ix.nameIndex()
+	h := uint64(uint32(maphash.String(ix.hashSeed, name)>>32)) << 32
+	for k := lowerBound(keys, h); k < len(keys) && keys[k]&^math.MaxUint32 == h; k++ {
+		i := int(uint32(keys[k]))
+		if string(ix.NameBytes(i)) == name && !yield(ix.Symbol(i)) {
 			return
 		}
 	}
 }
 
+// lowerBound returns the first index of sorted s whose value is at least
+// a, branch-free like upperBound.
+func lowerBound(s []uint64, a uint64) int {
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		base += half & -b2i(s[base+half] < a)
+		n -= half
+	}
+	return base + b2i(s[base] < a)
+}
+
 // MemoryBytes returns the bytes the index's arrays occupy (excluding the
-// by-name permutation while it has not been built).
+// name index while it has not been built).
 func (ix *Index) MemoryBytes() int {
-	return 8*cap(ix.addrs) + 4*cap(ix.nameOff) + cap(ix.names) + 8*cap(ix.sizes) +
+	return 8*cap(ix.addrs) + 4*cap(ix.addrLo) + 16*cap(ix.hiRuns) + 4*cap(ix.nameOff) + cap(ix.names) + 8*cap(ix.sizes) +
 		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 8*cap(ix.addrTop) +
-		4*cap(ix.byName) + 8*cap(ix.nameTop) + 4*cap(ix.hint)
+		8*cap(ix.byHash)
 }
 
 // compareBS compares b with s bytewise without copying either (the

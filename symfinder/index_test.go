@@ -1,11 +1,9 @@
 package symfinder
 
 import (
-	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -144,34 +142,30 @@ func TestIndexOverlapsShuffled(t *testing.T) {
 	}
 }
 
-func TestIndexNameOrderHint(t *testing.T) {
-	mk := func(hint []uint32) *Index {
-		b := NewBuilder("k", "")
-		for i, n := range []string{"b", "a", "c", "a"} {
-			b.AddString(uint64(i)*16, 'T', n)
-		}
-		b.SetNameOrder(hint)
-		ix, err := b.Build()
-		require.NoError(t, err)
-		return ix
+func TestIndexNameDuplicates(t *testing.T) {
+	b := NewBuilder("k", "")
+	for i, n := range []string{"b", "a", "c", "a"} {
+		b.AddString(uint64(i)*16, 'T', n)
 	}
-	for name, hint := range map[string][]uint32{
-		"good":       {3, 1, 0, 2},
-		"unsorted":   {0, 1, 2, 3},
-		"duplicates": {1, 1, 0, 2},
-		"short":      {1},
-		"range":      {1, 3, 0, 9},
-		"none":       nil,
-	} {
-		t.Run(name, func(t *testing.T) {
-			ix := mk(hint)
-			got := collect(ix, Query{Kind: ByName, Name: "a"})
-			require.Len(t, got, 2)
-			assert.EqualValues(t, 16, got[0].Addr)
-			assert.EqualValues(t, 48, got[1].Addr)
-			assert.Len(t, collect(ix, Query{Kind: ByName, Name: "c"}), 1)
-		})
+	ix, err := b.Build()
+	require.NoError(t, err)
+	got := collect(ix, Query{Kind: ByName, Name: "a"})
+	require.Len(t, got, 2)
+	assert.EqualValues(t, 16, got[0].Addr)
+	assert.EqualValues(t, 48, got[1].Addr)
+	assert.Len(t, collect(ix, Query{Kind: ByName, Name: "c"}), 1)
+	assert.Empty(t, collect(ix, Query{Kind: ByName, Name: "d"}))
+}
+
+func TestRadixSortHigh32(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	keys := make([]uint64, 10000)
+	for i := range keys {
+		keys[i] = uint64(r.Uint32N(500))<<32 | uint64(i)
 	}
+	got := radixSortHigh32(slices.Clone(keys))
+	slices.Sort(keys)
+	require.Equal(t, keys, got)
 }
 
 func TestChain(t *testing.T) {
@@ -242,7 +236,7 @@ func BenchmarkIndexLookup(b *testing.B) {
 	})
 	b.Run("ByName", func(b *testing.B) {
 		b.ReportAllocs()
-		ix.nameOrder()
+		ix.nameIndex()
 		r := rand.New(rand.NewPCG(1, 2))
 		qs := make([]string, 1024)
 		for i := range qs {
@@ -260,42 +254,46 @@ func BenchmarkIndexLookup(b *testing.B) {
 // TestIndexLargeBruteForce checks an index big enough for the sampled
 // top-level arrays against brute-force answers: aliases, duplicate names,
 // names sharing long prefixes, built with Add and with AddAppended, with
-// and without the source's by-name hint.
+// (growing the names buffer as a decoder does).
 func TestIndexLargeBruteForce(t *testing.T) {
-	type sym struct {
-		addr uint64
-		kind byte
-		name string
-	}
+	type sym = largeSym
 	r := rand.New(rand.NewPCG(3, 4))
 	var syms []sym
-	a := uint64(0xffffffff81000000)
 	prefixes := []string{"__pfx_", "__pfx_x", "a", "trace_event_raw_", "z", ""}
-	for i := 0; i < 5000; i++ {
-		if r.IntN(5) != 0 {
+	// Per-CPU offsets from 0, then the kernel image (a compact index of
+	// two runs); then, for a non-compact one, symbols spread over many
+	// 4 GiB ranges.
+	var a uint64
+	for i := 0; i < 7000; i++ {
+		switch {
+		case i == 300:
+			a = 0xffffffff81000000 - 1<<36
+		case i > 5000 && r.IntN(100) == 0:
+			a += 1 << 31
+		case r.IntN(5) != 0:
 			a += uint64(1 + r.IntN(300))
 		}
 		name := fmt.Sprintf("%s%d", prefixes[r.IntN(len(prefixes))], r.IntN(3000))
 		syms = append(syms, sym{a, "tTdD"[r.IntN(4)], name})
 	}
-	end := a + 0x40
-	// The kernel's seqs_of_names: by name, then by address descending
-	// within a name, which the index must re-sort into source order.
-	hint := make([]uint32, len(syms))
-	for i := range hint {
-		hint[i] = uint32(i)
+	for _, n := range []int{5000, len(syms)} {
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) { testIndexLarge(t, syms[:n], prefixes, r) })
 	}
-	slices.SortFunc(hint, func(x, y uint32) int {
-		if c := strings.Compare(syms[x].name, syms[y].name); c != 0 {
-			return c
-		}
-		return -cmp.Compare(x, y)
-	})
+}
+
+type largeSym struct {
+	addr uint64
+	kind byte
+	name string
+}
+
+func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Rand) {
+	a := syms[len(syms)-1].addr
+	end := a + 0x40
 	for _, tc := range []struct {
 		name     string
 		appended bool
-		hint     []uint32
-	}{{"add", false, nil}, {"appended", true, nil}, {"hint", true, hint}, {"bad-hint", false, slices.Concat(hint[1:], hint[:1])}} {
+	}{{"add", false}, {"appended", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBuilder("k", "")
 			b.Grow(len(syms), 0)
@@ -308,9 +306,9 @@ func TestIndexLargeBruteForce(t *testing.T) {
 				}
 			}
 			b.SetDerivedEnd(end)
-			b.SetNameOrder(tc.hint)
 			ix, err := b.Build()
 			require.NoError(t, err)
+			require.Equal(t, len(syms) == 5000, ix.addrs == nil, "compact")
 			sizeOf := func(i int) uint64 {
 				for j := i + 1; j < len(syms); j++ {
 					if syms[j].addr != syms[i].addr {
@@ -333,7 +331,10 @@ func TestIndexLargeBruteForce(t *testing.T) {
 				if q%2 == 0 {
 					addr = syms[r.IntN(len(syms))].addr + uint64(r.IntN(3))
 				} else {
-					addr = syms[0].addr - 2 + uint64(r.IntN(int(end-syms[0].addr+4)))
+					addr = syms[r.IntN(len(syms))].addr + uint64(r.IntN(600)) - 300
+					if q%10 == 1 {
+						addr = r.Uint64()
+					}
 				}
 				var want []string
 				for i := len(syms) - 1; i >= 0; i-- {
