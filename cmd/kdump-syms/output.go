@@ -16,7 +16,6 @@ type symbolWriter struct {
 	format  string
 	digits  int // address width: 16 on 64-bit kernels, 8 on 32-bit
 	started bool
-	buf     []byte
 }
 
 var formats = []string{"kallsyms", "system.map", "json", "csv"}
@@ -34,13 +33,21 @@ func newSymbolWriter(w io.Writer, format string, ptrSize int) (*symbolWriter, er
 	return &symbolWriter{w: bufio.NewWriterSize(w, 256<<10), format: format, digits: digits}, nil
 }
 
+// appendHex appends v in lowercase hex, zero-padded to digits (at most 16;
+// wider values print in full).
 func appendHex(b []byte, v uint64, digits int) []byte {
-	var tmp [16]byte
-	s := strconv.AppendUint(tmp[:0], v, 16)
-	for i := len(s); i < digits; i++ {
-		b = append(b, '0')
+	const hex = "0123456789abcdef"
+	n := 1
+	for x := v >> 4; x != 0; x >>= 4 {
+		n++
 	}
-	return append(b, s...)
+	n = max(n, digits)
+	var tmp [16]byte
+	for i := n - 1; i >= 0; i-- {
+		tmp[i] = hex[v&15]
+		v >>= 4
+	}
+	return append(b, tmp[:n]...)
 }
 
 type jsonSymbol struct {
@@ -56,7 +63,9 @@ type jsonSymbol struct {
 // /proc/kallsyms prints it; system.map is the same without modules' suffix
 // (System.map has no module symbols, so they keep the suffix there too).
 func (sw *symbolWriter) write(s symfinder.Symbol) error {
-	b := sw.buf[:0]
+	// Format straight into the writer's free buffer space; Write then
+	// only advances it (or, for a line that does not fit, flushes).
+	b := sw.w.AvailableBuffer()
 	switch sw.format {
 	case "kallsyms", "system.map":
 		b = appendHex(b, s.Addr, sw.digits)
@@ -93,7 +102,6 @@ func (sw *symbolWriter) write(s symfinder.Symbol) error {
 		b = append(append(b, j...), '\n')
 	}
 	sw.started = true
-	sw.buf = b
 	_, err := sw.w.Write(b)
 	return err
 }
