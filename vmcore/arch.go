@@ -89,7 +89,9 @@ func archFromUname(m string) Arch {
 	m = strings.TrimRight(m, "\x00 ")
 	var name string
 	switch m {
-	case "":
+	case "", "Unknown", "unknown":
+		// QEMU 10 writes "Unknown" when it has no guest utsname: the
+		// header says nothing, VMCOREINFO or the notes must decide.
 		return Arch{}
 	case "x86_64", "amd64":
 		name = "x86_64"
