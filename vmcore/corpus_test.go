@@ -1,8 +1,8 @@
 package vmcore
 
 import (
-	"errors"
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
