@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/bpfsyms"
-	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
@@ -22,10 +21,6 @@ const (
 // pseudoState holds the pseudo-module sources of a session, each loaded
 // once, and the struct layouts they share.
 type pseudoState struct {
-	layOnce sync.Once
-	lay     btflayout.Source
-	layErr  error
-
 	once [3]sync.Once
 	sets [3]*bpfsyms.Set
 	errs [3]error
@@ -81,7 +76,7 @@ func (s *Session) pseudo(i int) (*bpfsyms.Set, error) {
 			return
 		}
 		syms := bpfsyms.Symbols(modsyms.FromFinder(k.Finder()))
-		lay, err := s.pseudoLayout(syms)
+		lay, err := s.layout()
 		if err != nil {
 			p.errs[i] = fmt.Errorf("kdumpsyms: %s: %w", name, err)
 			return
@@ -94,29 +89,4 @@ func (s *Session) pseudo(i int) (*bpfsyms.Set, error) {
 		s.stats.end(t)
 	})
 	return p.sets[i], p.errs[i]
-}
-
-// pseudoLayout returns Options.Layout or, without one, the dump's BTF,
-// parsed once for the three pseudo-module sources.
-func (s *Session) pseudoLayout(syms bpfsyms.Symbols) (btflayout.Source, error) {
-	if s.opt.Layout != nil {
-		return s.opt.Layout, nil
-	}
-	p := &s.pseudoSt
-	p.layOnce.Do(func() {
-		start, ok1 := syms("__start_BTF")
-		stop, ok2 := syms("__stop_BTF")
-		if !ok1 || !ok2 {
-			p.layErr = fmt.Errorf("the kernel's symbols have no __start_BTF/__stop_BTF (kernel built without CONFIG_DEBUG_INFO_BTF?): supply struct layouts from a vmlinux with debug info or a layout table: %w", btflayout.ErrNoBTF)
-			return
-		}
-		kmem, _ := s.Kernel()
-		t := s.stats.begin("btf")
-		p.lay, p.layErr = btflayout.FromMemory(kmem, start, stop)
-		s.stats.end(t)
-		if p.layErr != nil {
-			p.layErr = fmt.Errorf("reading the dump's BTF: %w", p.layErr)
-		}
-	})
-	return p.lay, p.layErr
 }
