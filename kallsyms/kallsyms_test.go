@@ -204,6 +204,24 @@ func TestErrors(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Contains(t, err.Error(), "_stext")
 	})
+	t.Run("unsaved address table", func(t *testing.T) {
+		// 10000 entries span three chunks of the lazily read table.
+		s := build(g, makeSyms(g, 10000))
+		at := s.labels["kallsyms_offsets"]
+		for _, cut := range []uint64{100, 20000, 39990} {
+			m := &memMap{base: s.mem.base, data: s.mem.data[:at+cut-s.mem.base]}
+			for _, lazy := range []bool{false, true} {
+				res, err := Load(m, s.info, Options{Lazy: lazy})
+				if err == nil {
+					// A lazy finder may open on what it read; lookups
+					// that need the rest fail.
+					require.True(t, lazy)
+					err = res.Lazy.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { return true })
+				}
+				require.ErrorIs(t, err, memory.ErrNotSaved, "cut %d lazy %v", cut, lazy)
+			}
+		}
+	})
 	t.Run("unsaved names", func(t *testing.T) {
 		m := &memMap{base: s.mem.base, data: s.mem.data[:s.labels["kallsyms_names"]+100-s.mem.base]}
 		_, err := Load(m, s.info, Options{})

@@ -10,10 +10,11 @@ import (
 )
 
 // Lazy is a Finder over kallsyms tables that decodes names on demand: opening
-// it reads only the token table, the markers and the address table. A lookup
-// by address binary-searches the addresses and decodes the names of the
-// symbols it returns through the markers (a block of 256 names is read and
-// indexed on first use and kept). A lookup by name binary-searches
+// it reads only the token table, the markers and the parts of the address
+// table that validating it touches. A lookup by address binary-searches the
+// addresses (16 KiB of the table is read on first use and kept) and decodes
+// the names of the symbols it returns through the markers (a block of 256
+// names is read and indexed on first use and kept). A lookup by name binary-searches
 // kallsyms_seqs_of_names where the kernel has it, and otherwise expands
 // every name once into an Index. Answers are identical to the Index Load
 // builds without Options.Lazy, provided the tables validate (the lazy
@@ -61,6 +62,10 @@ func (z *Lazy) Find(q symfinder.Query, yield func(symfinder.Symbol) bool) error 
 	}
 	return nil
 }
+
+// addrErr is the first fault reading the address table: addresses decoded
+// after it may be zeros, so nothing is yielded once it is set.
+func (z *Lazy) addrErr() error { return z.t.addr.readErr() }
 
 // index expands everything once, for name lookups without seqs_of_names.
 func (z *Lazy) index() (*symfinder.Index, error) {
@@ -150,12 +155,12 @@ func (z *Lazy) findAddr(a uint64, yield func(symfinder.Symbol) bool) error {
 			end = start + 1
 		}
 	}
-	if a >= end {
-		return nil
-	}
 	g := p - 1
 	for g > 0 && t.addrAt(g-1) == start {
 		g--
+	}
+	if err := z.addrErr(); err != nil || a >= end {
+		return err
 	}
 	var buf [maxExpanded + 16]byte
 	for i := g; i < p; i++ {
@@ -196,6 +201,9 @@ func (z *Lazy) all(yield func(symfinder.Symbol) bool) error {
 			return err
 		}
 		a := t.addrAt(i)
+		if err := z.addrErr(); err != nil {
+			return err
+		}
 		for ; i < t.n && t.addrAt(i) == a; i++ {
 			s, err := z.symbol(i, size, buf[:])
 			if err != nil {
@@ -224,6 +232,9 @@ func (z *Lazy) findName(name string, yield func(symfinder.Symbol) bool) error {
 	var buf [maxExpanded + 16]byte
 	for _, i := range hits {
 		size, err := z.sizeAt(i)
+		if err == nil {
+			err = z.addrErr()
+		}
 		if err != nil {
 			return err
 		}

@@ -182,7 +182,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 	type pick struct {
 		c     addrCand
 		enc   Encoding
-		raw   []byte
+		raw   *addrTable
 		base  uint64
 		score int
 	}
@@ -193,7 +193,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		if c.encs[0] == Absolute {
 			width = uint64(t.lay.PtrSize)
 		}
-		raw, err := readChunked(t.r, c.table, width*uint64(t.n), "address table")
+		raw, err := newAddrTable(t.r, c.table, width*uint64(t.n))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -206,10 +206,15 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 			}
 		}
 		for _, enc := range c.encs {
-			t.enc, t.addrRaw, t.base, t.tableVA = enc, raw, base, c.table
+			t.enc, t.addr, t.base, t.tableVA = enc, raw, base, c.table
 			score := 0
 			if len(anc) == 0 {
-				if !t.sorted() {
+				sorted := t.sorted()
+				if err := raw.readErr(); err != nil {
+					errs = append(errs, err)
+					break
+				}
+				if !sorted {
 					errs = append(errs, corrupt(c.table, 0, "%s does not decode to sorted addresses", enc))
 					continue
 				}
@@ -217,6 +222,10 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 				ok, err := t.hasAt(anc[0].name, anc[0].addr)
 				if err != nil {
 					return err
+				}
+				if err := raw.readErr(); err != nil {
+					errs = append(errs, err)
+					break
 				}
 				if !ok {
 					errs = append(errs, corrupt(c.table, anc[0].addr, "%s at %#x does not put %s at VMCOREINFO's address", enc, c.table, anc[0].name))
@@ -239,8 +248,8 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		best, tie := -1, false
 		for i := range picks {
 			p := &picks[i]
-			t.enc, t.addrRaw, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table
-			if !t.sorted() {
+			t.enc, t.addr, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table
+			if !t.sorted() || p.raw.readErr() != nil {
 				continue
 			}
 			for _, a := range anc[min(1, len(anc)):] {
@@ -264,7 +273,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		return fmt.Errorf("kallsyms: no address table validates: %w", errors.Join(errs...))
 	}
 	p := picks[0]
-	t.enc, t.addrRaw, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table
+	t.enc, t.addr, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table
 	width := uint64(4)
 	if p.enc == Absolute {
 		width = uint64(t.lay.PtrSize)
@@ -393,6 +402,9 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		}
 		a := t.addrAt(i)
 		if a < prev {
+			if err := t.addr.readErr(); err != nil {
+				return nil, err
+			}
 			return nil, corrupt(t.lay.Addresses.Addr, uint64(i), "symbol %d is below the one before it", i)
 		}
 		prev = a
@@ -402,6 +414,9 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 	}
 	if off != t.namesLen {
 		return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
+	}
+	if err := t.addr.readErr(); err != nil {
+		return nil, err
 	}
 	if err := f.err(); err != nil {
 		return nil, err

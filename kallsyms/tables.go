@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -127,8 +128,8 @@ type tables struct {
 	markers  []uint32 // offsets in names of every 256th entry
 	namesLen int      // bytes of names, exactly
 
-	// Address table, raw, and how to decode it.
-	addrRaw []byte
+	// Address table, read on demand, and how to decode it.
+	addr    *addrTable
 	enc     Encoding
 	base    uint64
 	tableVA uint64
@@ -144,19 +145,25 @@ type block struct {
 	offs []uint32 // entry starts within raw, plus the end
 }
 
-// addrAt decodes the address of entry i.
+// addrAt decodes the address of entry i. A part of the table that cannot
+// be read decodes as zeros; the fault is kept in t.addr (see addrTable).
 func (t *tables) addrAt(i int) uint64 {
-	return decodeAddr(t.enc, t.addrRaw, i, t.bo, t.lay.PtrSize, t.base, t.tableVA) & t.mask
+	w := 4
+	if t.enc == Absolute {
+		w = t.lay.PtrSize
+	}
+	return decodeAddr(t.enc, t.addr.entry(i*w), i, t.bo, t.lay.PtrSize, t.base, t.tableVA) & t.mask
 }
 
+// decodeAddr decodes entry i, whose bytes start raw.
 func decodeAddr(enc Encoding, raw []byte, i int, bo binary.ByteOrder, ptr int, base, tableVA uint64) uint64 {
 	if enc == Absolute {
 		if ptr == 8 {
-			return bo.Uint64(raw[8*i:])
+			return bo.Uint64(raw)
 		}
-		return uint64(bo.Uint32(raw[4*i:]))
+		return uint64(bo.Uint32(raw))
 	}
-	v := bo.Uint32(raw[4*i:])
+	v := bo.Uint32(raw)
 	switch enc {
 	case BaseRelative:
 		return base + uint64(v)
@@ -171,6 +178,69 @@ func decodeAddr(enc Encoding, raw []byte, i int, bo binary.ByteOrder, ptr int, b
 		return uint64(v)
 	}
 	return 0
+}
+
+// addrChunk is how much of the address table is read at a time: a lookup
+// reads the few chunks its search touches, not the whole table (650 KiB
+// on a 6.12 kernel).
+const addrChunk = 16 << 10
+
+// addrTable is an address table read on demand, addrChunk bytes at a time,
+// and kept. Entries (4 or 8 bytes) never straddle chunks. A chunk that
+// cannot be read reads as zeros and its fault is kept, the first one only,
+// so searches run in a straight line and their callers check err once.
+type addrTable struct {
+	r      memory.Reader
+	va     uint64
+	size   int
+	chunks []atomic.Pointer[[]byte]
+
+	mu  sync.Mutex
+	err error
+}
+
+// newAddrTable describes size bytes at va; it reads nothing.
+func newAddrTable(r memory.Reader, va, size uint64) (*addrTable, error) {
+	if va+size < va {
+		return nil, corrupt(va, size, "address table of %d bytes wraps the address space", size)
+	}
+	return &addrTable{r: r, va: va, size: int(size), chunks: make([]atomic.Pointer[[]byte], (size+addrChunk-1)/addrChunk)}, nil
+}
+
+// entry returns the table from byte off to the end of its chunk.
+func (a *addrTable) entry(off int) []byte {
+	k := off / addrChunk
+	p := a.chunks[k].Load()
+	if p == nil {
+		p = a.fill(k)
+	}
+	return (*p)[off%addrChunk:]
+}
+
+func (a *addrTable) fill(k int) *[]byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p := a.chunks[k].Load(); p != nil {
+		return p
+	}
+	start := k * addrChunk
+	buf := make([]byte, min(addrChunk, a.size-start))
+	at := a.va + uint64(start)
+	if err := memory.ReadFull(a.r, buf, at); err != nil {
+		clear(buf)
+		if a.err == nil {
+			a.err = fmt.Errorf("kallsyms: address table at %#x: %w", at, err)
+		}
+	}
+	a.chunks[k].Store(&buf)
+	return &buf
+}
+
+// readErr returns the first fault reading the table.
+func (a *addrTable) readErr() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
 }
 
 // blockCount is the number of 256-entry blocks.
