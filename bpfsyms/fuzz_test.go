@@ -21,11 +21,11 @@ func fuzzSeed(old bool) []byte {
 	caches := []uint64{b.alloc(24), b.alloc(24)}
 	for i, name := range []string{"kprobe_insn_page", "kprobe_optinsn_page"} {
 		a := caches[i]
-		b.mem.u64(a+8, a+8)
-		b.mem.u64(a+16, a+8)
-		b.mem.u64(a, b.str(name))
+		b.mem.PutU64(a+8, a+8)
+		b.mem.PutU64(a+16, a+8)
+		b.mem.PutU64(a, b.str(name))
 		p := b.alloc(24)
-		b.mem.u64(p+16, 0xffffffffc4000000)
+		b.mem.PutU64(p+16, 0xffffffffc4000000)
 		b.link(a+8, p)
 	}
 	if old {
@@ -35,12 +35,12 @@ func fuzzSeed(old bool) []byte {
 		b.ksym(synthBase+0x8040, synthBase+0x8080, []byte("bpf_trampoline_1"))
 	}
 	o := b.alloc(40)
-	b.mem.u64(o, synthBase+0x9000)
-	b.mem.u64(o+8, 0x40)
+	b.mem.PutU64(o, synthBase+0x9000)
+	b.mem.PutU64(o+8, 0x40)
 	b.link(tl, o+16)
 	out := make([]byte, 0, fuzzWindow)
 	for pg := uint64(synthBase); pg < synthBase+fuzzWindow; pg += 4096 {
-		p := b.mem.pages[pg]
+		p := b.mem.Pages[pg]
 		if p == nil {
 			p = make([]byte, 4096)
 		}
@@ -71,7 +71,7 @@ func FuzzWalk(f *testing.F) {
 			data = data[:fuzzWindow]
 		}
 		m := newFakeMem()
-		m.write(synthBase, data)
+		m.Write(synthBase, data)
 		lay := synthLayout
 		if len(data) > 0 && data[len(data)-1]&1 != 0 {
 			lay = oldLayout

@@ -11,53 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-// fakeMem is sparse kernel memory of 4 KiB pages; a read of an absent page
-// fails as an unsaved page does.
-type fakeMem struct{ pages map[uint64][]byte }
+// fakeMem is sparse synthetic kernel memory.
+type fakeMem = testutil.SparseMemory
 
-func newFakeMem() *fakeMem { return &fakeMem{pages: map[uint64][]byte{}} }
-
-func (m *fakeMem) write(addr uint64, b []byte) {
-	for len(b) > 0 {
-		pg := addr &^ 4095
-		p := m.pages[pg]
-		if p == nil {
-			p = make([]byte, 4096)
-			m.pages[pg] = p
-		}
-		n := copy(p[addr-pg:], b)
-		b, addr = b[n:], addr+uint64(n)
-	}
-}
-
-func (m *fakeMem) u64(addr, v uint64) {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	m.write(addr, b[:])
-}
-
-func (m *fakeMem) u32(addr uint64, v uint32) {
-	var b [4]byte
-	binary.LittleEndian.PutUint32(b[:], v)
-	m.write(addr, b[:])
-}
-
-func (m *fakeMem) ReadAt(p []byte, addr uint64) (int, error) {
-	n := 0
-	for n < len(p) {
-		pg := (addr + uint64(n)) &^ 4095
-		page := m.pages[pg]
-		if page == nil {
-			return n, memory.Fault(addr+uint64(n), "kernel virtual", "", memory.ErrNotSaved)
-		}
-		n += copy(p[n:], page[addr+uint64(n)-pg:])
-	}
-	return n, nil
-}
+func newFakeMem() *fakeMem { return testutil.NewSparseMemory() }
 
 // fakeLayout is a btflayout.Source over hand-written structs.
 type fakeLayout map[string]*btflayout.Struct
@@ -135,21 +97,21 @@ func newKBuilder() *kbuilder {
 func (b *kbuilder) alloc(n uint64) uint64 {
 	a := b.next
 	b.next += (n + 15) &^ 15
-	b.mem.write(a, make([]byte, n))
+	b.mem.Write(a, make([]byte, n))
 	return a
 }
 
 func (b *kbuilder) str(s string) uint64 {
 	a := b.alloc(uint64(len(s)) + 1)
-	b.mem.write(a, []byte(s))
+	b.mem.Write(a, []byte(s))
 	return a
 }
 
 // head allocates an empty list_head named sym.
 func (b *kbuilder) head(sym string) uint64 {
 	h := b.alloc(16)
-	b.mem.u64(h, h)
-	b.mem.u64(h+8, h)
+	b.mem.PutU64(h, h)
+	b.mem.PutU64(h+8, h)
 	if sym != "" {
 		b.syms[sym] = h
 	}
@@ -159,10 +121,10 @@ func (b *kbuilder) head(sym string) uint64 {
 // link appends node to the list at head.
 func (b *kbuilder) link(head, node uint64) {
 	last, _ := memory.Uint64(b.mem, binary.LittleEndian, head+8)
-	b.mem.u64(last, node)
-	b.mem.u64(node, head)
-	b.mem.u64(node+8, last)
-	b.mem.u64(head+8, node)
+	b.mem.PutU64(last, node)
+	b.mem.PutU64(node, head)
+	b.mem.PutU64(node+8, last)
+	b.mem.PutU64(head+8, node)
 }
 
 func (b *kbuilder) symbols() Symbols {
@@ -176,9 +138,9 @@ func (b *kbuilder) ksym(start, end uint64, name []byte) uint64 {
 		h = b.head("bpf_kallsyms")
 	}
 	k := b.alloc(72)
-	b.mem.u64(k, start)
-	b.mem.u64(k+8, end)
-	b.mem.write(k+16, name)
+	b.mem.PutU64(k, start)
+	b.mem.PutU64(k+8, end)
+	b.mem.Write(k+16, name)
 	b.link(h, k+48)
 	return k
 }
@@ -251,7 +213,7 @@ func TestBPFHostile(t *testing.T) {
 		k1 := b.ksym(0x1000, 0x1010, []byte("a"))
 		k2 := b.ksym(0x2000, 0x2010, []byte("b"))
 		// b's next points back at a, never at the head.
-		b.mem.u64(k2+48, k1+48)
+		b.mem.PutU64(k2+48, k1+48)
 		s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
 		var we *WalkError
 		require.ErrorAs(t, err, &we)
@@ -262,7 +224,7 @@ func TestBPFHostile(t *testing.T) {
 	t.Run("self loop", func(t *testing.T) {
 		b := newKBuilder()
 		k := b.ksym(0x1000, 0x1010, []byte("a"))
-		b.mem.u64(k+48, k+48)
+		b.mem.PutU64(k+48, k+48)
 		s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Len(t, lines(t, s), 1)
@@ -271,7 +233,7 @@ func TestBPFHostile(t *testing.T) {
 		t.Run("wild "+name, func(t *testing.T) {
 			b := newKBuilder()
 			k := b.ksym(0x1000, 0x1010, []byte("a"))
-			b.mem.u64(k+48, wild)
+			b.mem.PutU64(k+48, wild)
 			s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
 			var we *WalkError
 			require.ErrorAs(t, err, &we)
@@ -326,32 +288,32 @@ func (b *kbuilder) oldProg(tag uint64, name string, pages uint32, off uint64, fu
 	}
 	b.next = (b.next + 4095) &^ 4095
 	hdr := b.alloc(uint64(pages) * 4096)
-	b.mem.u32(hdr, pages)
+	b.mem.PutU32(hdr, pages)
 	prog := b.alloc(16)
 	var tb [8]byte
 	binary.BigEndian.PutUint64(tb[:], tag)
-	b.mem.write(prog, tb[:])
-	b.mem.u64(prog+8, hdr+off)
+	b.mem.Write(prog, tb[:])
+	b.mem.PutU64(prog+8, hdr+off)
 	aux := b.alloc(64)
-	b.mem.u64(aux+16, prog)
-	b.mem.write(aux+24, []byte(name))
+	b.mem.PutU64(aux+16, prog)
+	b.mem.Write(aux+24, []byte(name))
 	if funcName != "" {
 		strs := b.str("\x00int\x00" + funcName)
 		t1, t2 := b.alloc(12), b.alloc(12)
-		b.mem.u32(t2, 5) // name_off of funcName
+		b.mem.PutU32(t2, 5) // name_off of funcName
 		types := b.alloc(24)
-		b.mem.u64(types+8, t1)
-		b.mem.u64(types+16, t2)
+		b.mem.PutU64(types+8, t1)
+		b.mem.PutU64(types+16, t2)
 		btf := b.alloc(24)
-		b.mem.u64(btf, types)
-		b.mem.u64(btf+8, strs)
-		b.mem.u32(btf+16, 2)
+		b.mem.PutU64(btf, types)
+		b.mem.PutU64(btf+8, strs)
+		b.mem.PutU32(btf+16, 2)
 		fi := b.alloc(16)
-		b.mem.u32(fi+8+4, 2) // func_info[1].type_id
-		b.mem.u64(aux+40, fi)
-		b.mem.u32(aux+48, 2) // func_info_cnt
-		b.mem.u32(aux+52, 1) // func_idx
-		b.mem.u64(aux+56, btf)
+		b.mem.PutU32(fi+8+4, 2) // func_info[1].type_id
+		b.mem.PutU64(aux+40, fi)
+		b.mem.PutU32(aux+48, 2) // func_info_cnt
+		b.mem.PutU32(aux+52, 1) // func_idx
+		b.mem.PutU64(aux+56, btf)
 	}
 	b.link(h, aux)
 }
@@ -376,17 +338,17 @@ func TestFtrace(t *testing.T) {
 	tl := b.head("ftrace_ops_trampoline_list")
 	addMap := func(mod string, funcs ...string) {
 		m := b.alloc(64)
-		b.mem.write(m+8, []byte(mod))
+		b.mem.Write(m+8, []byte(mod))
 		mm := b.alloc(48)
-		b.mem.u64(mm+16, m)
-		b.mem.u64(mm+24, mm+24)
-		b.mem.u64(mm+32, mm+24)
-		b.mem.u32(mm+40, uint32(len(funcs)))
+		b.mem.PutU64(mm+16, m)
+		b.mem.PutU64(mm+24, mm+24)
+		b.mem.PutU64(mm+32, mm+24)
+		b.mem.PutU32(mm+40, uint32(len(funcs)))
 		for i, fn := range funcs {
 			mf := b.alloc(40)
-			b.mem.u64(mf+16, b.str(fn))
-			b.mem.u64(mf+24, 0xffffffffc2000000+uint64(i)*0x100)
-			b.mem.u32(mf+32, 0x80)
+			b.mem.PutU64(mf+16, b.str(fn))
+			b.mem.PutU64(mf+24, 0xffffffffc2000000+uint64(i)*0x100)
+			b.mem.PutU32(mf+32, 0x80)
 			b.link(mm+24, mf)
 		}
 		b.link(maps, mm)
@@ -395,8 +357,8 @@ func TestFtrace(t *testing.T) {
 	addMap("xfs", "xfs_init")
 	addOps := func(tramp, size uint64) {
 		o := b.alloc(40)
-		b.mem.u64(o, tramp)
-		b.mem.u64(o+8, size)
+		b.mem.PutU64(o, tramp)
+		b.mem.PutU64(o+8, size)
 		b.link(tl, o+16)
 	}
 	addOps(0xffffffffc3000000, 0xa6)
@@ -431,13 +393,13 @@ func TestKprobes(t *testing.T) {
 	b := newKBuilder()
 	addCache := func(sym, name string, insns ...uint64) {
 		c := b.alloc(24)
-		b.mem.u64(c, b.str(name))
-		b.mem.u64(c+8, c+8)
-		b.mem.u64(c+16, c+8)
+		b.mem.PutU64(c, b.str(name))
+		b.mem.PutU64(c+8, c+8)
+		b.mem.PutU64(c+16, c+8)
 		b.syms[sym] = c
 		for _, in := range insns {
 			p := b.alloc(24)
-			b.mem.u64(p+16, in)
+			b.mem.PutU64(p+16, in)
 			b.link(c+8, p)
 		}
 	}

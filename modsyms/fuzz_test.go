@@ -27,7 +27,7 @@ func FuzzWalk(f *testing.F) {
 		if len(data) > 1<<16 {
 			data = data[:1<<16]
 		}
-		m.write(base, data)
+		m.Write(base, data)
 		head := uint64(base + 4096 - 16) // where seedWindow puts it
 		set, err := Load(m, func(n string) (uint64, bool) { return head, n == "modules" }, Options{Layout: lay})
 		if set == nil {
@@ -53,7 +53,7 @@ func seedWindow(b *kbuilder) []byte {
 	const base = 0xffffffffc0000000
 	out := make([]byte, 0, 1<<16)
 	for pg := uint64(base); pg < base+1<<16; pg += 4096 {
-		p := b.mem.pages[pg]
+		p := b.mem.Pages[pg]
 		if p == nil {
 			p = make([]byte, 4096)
 		}

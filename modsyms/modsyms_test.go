@@ -114,7 +114,7 @@ func TestCycle(t *testing.T) {
 	a := b.add(kmod{name: "a", syms: []ksym{{name: "a1", value: 0x1000, typ: 't'}}})
 	c := b.add(kmod{name: "c", syms: []ksym{{name: "c1", value: 0x2000, typ: 't'}}})
 	// c.next → a instead of the head.
-	b.mem.write(c+8, u64s(a+8))
+	b.mem.Write(c+8, u64s(a+8))
 	set, err := Load(b.mem, b.syms(), tableOpt(t, b))
 	require.Error(t, err)
 	var we *WalkError
@@ -129,7 +129,7 @@ func TestWildPointerRecoversBackwards(t *testing.T) {
 	b.add(kmod{name: "a", syms: []ksym{{name: "a1", value: 0x1000, typ: 't'}}})
 	m2 := b.add(kmod{name: "b", syms: []ksym{{name: "b1", value: 0x2000, typ: 't'}}})
 	b.add(kmod{name: "c", syms: []ksym{{name: "c1", value: 0x3000, typ: 't'}}})
-	b.mem.drop(m2, 512) // struct module of b lost
+	b.mem.Drop(m2, 512) // struct module of b lost
 	set, err := Load(b.mem, b.syms(), tableOpt(t, b))
 	require.Error(t, err)
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
@@ -151,7 +151,7 @@ func TestFilteredModule(t *testing.T) {
 	f, _ := mem.Field("mem")
 	base, err := memory.Uint64(b.mem, le, m2+f.Offset+16)
 	require.NoError(t, err)
-	b.mem.drop(base, 1)
+	b.mem.Drop(base, 1)
 
 	set, err := Load(b.mem, b.syms(), tableOpt(t, b))
 	require.Error(t, err)
@@ -195,28 +195,28 @@ func TestHostile(t *testing.T) {
 		want  string
 	}{
 		{"num_symtab 2^31", func(b *kbuilder, m uint64) {
-			b.mem.write(kallsymsPtr(b, m)+8, []byte{0, 0, 0, 0x80})
+			b.mem.Write(kallsymsPtr(b, m)+8, []byte{0, 0, 0, 0x80})
 		}, "num_symtab"},
 		{"num_symtab readable only in part", func(b *kbuilder, m uint64) {
-			b.mem.write(kallsymsPtr(b, m)+8, []byte{0, 0, 1, 0})
+			b.mem.Write(kallsymsPtr(b, m)+8, []byte{0, 0, 1, 0})
 		}, "symtab"},
 		{"name without NUL", func(b *kbuilder, m uint64) {
-			b.mem.write(m+24, []byte(strings.Repeat("A", 56)))
+			b.mem.Write(m+24, []byte(strings.Repeat("A", 56)))
 		}, "NUL"},
 		{"st_name beyond strtab", func(b *kbuilder, m uint64) {
 			symtab, _ := memory.Uint64(b.mem, le, kallsymsPtr(b, m))
-			b.mem.write(symtab+24, []byte{0xff, 0xff, 0xff, 0x7f})
+			b.mem.Write(symtab+24, []byte{0xff, 0xff, 0xff, 0x7f})
 		}, "st_name"},
 		{"st_name into unreadable memory", func(b *kbuilder, m uint64) {
 			symtab, _ := memory.Uint64(b.mem, le, kallsymsPtr(b, m))
-			b.mem.write(symtab+24, []byte{0, 0, 0x10, 0})
+			b.mem.Write(symtab+24, []byte{0, 0, 0x10, 0})
 		}, "strtab"},
 		{"kallsyms NULL", func(b *kbuilder, m uint64) {
-			b.mem.write(m+256, make([]byte, 8))
+			b.mem.Write(m+256, make([]byte, 8))
 		}, "NULL"},
 		{"num_syms huge", func(b *kbuilder, m uint64) {
-			b.mem.write(m+96, u64s(0xffffffffc0000000))
-			b.mem.write(m+104, []byte{0xff, 0xff, 0xff, 0xff})
+			b.mem.Write(m+96, u64s(0xffffffffc0000000))
+			b.mem.Write(m+104, []byte{0xff, 0xff, 0xff, 0xff})
 		}, "num_syms"},
 	}
 	for _, c := range cases {

@@ -10,49 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-// fakeMem is a sparse kernel memory of 4 KiB pages.
-type fakeMem struct{ pages map[uint64][]byte }
+// fakeMem is sparse synthetic kernel memory.
+type fakeMem = testutil.SparseMemory
 
-func newFakeMem() *fakeMem { return &fakeMem{pages: map[uint64][]byte{}} }
-
-func (f *fakeMem) write(addr uint64, b []byte) {
-	for len(b) > 0 {
-		pg := addr &^ 4095
-		p := f.pages[pg]
-		if p == nil {
-			p = make([]byte, 4096)
-			f.pages[pg] = p
-		}
-		n := copy(p[addr-pg:], b)
-		b, addr = b[n:], addr+uint64(n)
-	}
-}
-
-// drop removes the pages of [addr, addr+n), as makedumpfile's filtering does.
-func (f *fakeMem) drop(addr, n uint64) {
-	for pg := addr &^ 4095; pg < addr+n; pg += 4096 {
-		delete(f.pages, pg)
-	}
-}
-
-func (f *fakeMem) ReadAt(p []byte, addr uint64) (int, error) {
-	n := 0
-	for n < len(p) {
-		pg := addr &^ 4095
-		page := f.pages[pg]
-		if page == nil {
-			return n, memory.Fault(addr, "kernel virtual", "", memory.ErrNotSaved)
-		}
-		k := copy(p[n:], page[addr-pg:])
-		n += k
-		addr += uint64(k)
-	}
-	return n, nil
-}
+func newFakeMem() *fakeMem { return testutil.NewSparseMemory() }
 
 var le = binary.LittleEndian
 
@@ -86,7 +52,7 @@ func newKBuilder(t testing.TB, table string) *kbuilder {
 	require.NoError(t, err)
 	b := &kbuilder{t: t, mem: newFakeMem(), lay: lay, next: 0xffffffffc0000000}
 	b.head = 0xffffffff82000000
-	b.mem.write(b.head, u64s(b.head, b.head))
+	b.mem.Write(b.head, u64s(b.head, b.head))
 	return b
 }
 
@@ -127,7 +93,7 @@ func (b *kbuilder) put(base uint64, s, f string, v uint64) {
 	if size == 0 {
 		size = 8
 	}
-	b.mem.write(base+fl.Offset, buf[:size])
+	b.mem.Write(base+fl.Offset, buf[:size])
 }
 
 // add appends a module at the tail of the list (the kernel adds at the
@@ -135,9 +101,9 @@ func (b *kbuilder) put(base uint64, s, f string, v uint64) {
 func (b *kbuilder) add(m kmod) uint64 {
 	modSt, _ := b.lay.Struct("module")
 	mod := b.alloc(modSt.Size)
-	b.mem.write(mod, make([]byte, modSt.Size))
+	b.mem.Write(mod, make([]byte, modSt.Size))
 	b.put(mod, "module", "state", uint64(m.state))
-	b.mem.write(mod+b.off("module", "name").Offset, append([]byte(m.name), 0))
+	b.mem.Write(mod+b.off("module", "name").Offset, append([]byte(m.name), 0))
 	if b.has("module", "refcnt") {
 		b.put(mod, "module", "refcnt", uint64(m.refcnt))
 	}
@@ -163,11 +129,11 @@ func (b *kbuilder) add(m kmod) uint64 {
 		le.PutUint64(e[16:], s.size)
 		types = append(types, s.typ)
 	}
-	b.mem.write(symtab, tab)
+	b.mem.Write(symtab, tab)
 	strtab := b.alloc(uint64(len(strs)))
-	b.mem.write(strtab, strs)
+	b.mem.Write(strtab, strs)
 	typetab := b.alloc(n)
-	b.mem.write(typetab, types)
+	b.mem.Write(typetab, types)
 	dataSize := uint64(4096 * 3)
 	mk := b.alloc(32)
 	if b.has("module", "kallsyms") {
@@ -200,8 +166,8 @@ func (b *kbuilder) add(m kmod) uint64 {
 			le.PutUint32(kt[12*i+4:], uint32(int32(int64(kstr+uint64(len(sb))-(at+4)))))
 			sb = append(append(sb, s.name...), 0)
 		}
-		b.mem.write(ksyms, kt)
-		b.mem.write(kstr, sb)
+		b.mem.Write(ksyms, kt)
+		b.mem.Write(kstr, sb)
 		b.put(mod, "module", "syms", ksyms)
 		b.put(mod, "module", "num_syms", uint64(len(ex)))
 		// The export tables live in the module too.
@@ -217,9 +183,9 @@ func (b *kbuilder) add(m kmod) uint64 {
 		ms, _ := b.lay.Struct("module_memory")
 		bo, so := b.off("module_memory", "base"), b.off("module_memory", "size")
 		_ = ms
-		b.mem.write(mod+mem.Offset+0*stride+bo.Offset, u64s(text))
+		b.mem.Write(mod+mem.Offset+0*stride+bo.Offset, u64s(text))
 		b.put(mod+mem.Offset+0*stride, "module_memory", "size", m.textSize)
-		b.mem.write(mod+mem.Offset+1*stride+bo.Offset, u64s(symtab))
+		b.mem.Write(mod+mem.Offset+1*stride+bo.Offset, u64s(symtab))
 		b.put(mod+mem.Offset+1*stride, "module_memory", "size", dataSize)
 		_ = so
 	case b.has("module", "core_layout"):
@@ -233,9 +199,9 @@ func (b *kbuilder) add(m kmod) uint64 {
 	lo := b.off("module", "list").Offset
 	node := mod + lo
 	prevNode, _ := memory.Uint64(b.mem, le, b.head+8)
-	b.mem.write(node, u64s(b.head, prevNode))
-	b.mem.write(prevNode, u64s(node))
-	b.mem.write(b.head+8, u64s(node))
+	b.mem.Write(node, u64s(b.head, prevNode))
+	b.mem.Write(prevNode, u64s(node))
+	b.mem.Write(b.head+8, u64s(node))
 	b.mods = append(b.mods, mod)
 	return mod
 }
