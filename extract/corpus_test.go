@@ -10,6 +10,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
 // allSymbols is what "kdump-syms all" prints, one line per symbol, and the
@@ -74,5 +75,21 @@ func TestCorpusExtract(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestCommittedExtractsWrapped opens the committed extracts as they are,
+// xz-wrapped, through vmcore, which decompresses them itself.
+func TestCommittedExtractsWrapped(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		files, ok := g.ExtractFiles(testutil.DumpQEMUELF)
+		if !ok {
+			t.Fatalf("%s: no committed extract of %s", g.Name, testutil.DumpQEMUELF)
+		}
+		d, err := vmcore.Open(files...)
+		require.NoError(t, err)
+		require.Equal(t, "xz+elf", d.Format())
+		require.Equal(t, g.Uname(t), d.Info().OSRelease())
+		d.Close()
 	}
 }

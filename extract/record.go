@@ -167,21 +167,41 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	if k, err := sess.Kallsyms(); err == nil && k.Layout.Source == "scan" {
 		sel.trimScan(&k.Layout, opt.Kallsyms)
 	}
+	if k, err := sess.Kallsyms(); err == nil {
+		sel.keepTables(&k.Layout)
+	}
+	sel.keepNote()
 	if err := stage("modules", func() error { _, err := sess.Modules(); return err }); err != nil {
 		return fail(err)
 	}
 	sel.splitBTF()
+	var syms []uint64
 	if err := stage("finders", func() error {
 		var errs []error
-		for _, err := range sess.Chain().All() {
+		for sym, err := range sess.Chain().All() {
 			if err != nil {
 				errs = append(errs, err)
+				continue
+			}
+			if sym.Module != "" {
+				syms = append(syms, sym.Addr)
 			}
 		}
 		return errors.Join(errs...)
 	}); err != nil {
 		return fail(err)
 	}
+	// The page tables that map every module, BPF and trampoline symbol, so
+	// that the extract translates each symbol's address as the original
+	// does (vmlinux symbols are in the kernel-text map, which needs none).
+	stage("page tables", func() error {
+		if t, err := d.Translator(); err == nil {
+			for _, a := range syms {
+				t.Translate(a)
+			}
+		}
+		return nil
+	})
 	return sel, nil
 }
 
@@ -222,6 +242,66 @@ func (s *Selection) addPhys(start, end uint64) {
 		var b [1]byte
 		s.rec.ReadAt(b[:], p<<recordShift) // records the page; absence is fine
 	}
+}
+
+// keepTables reads every kallsyms table whole, so that the extract serves
+// every way of decoding them (expanded or lazy, by address or by name, with
+// kallsyms_seqs_of_names), not only the one Record used.
+func (s *Selection) keepTables(l *kallsyms.Layout) {
+	kmem, err := s.Session.Kernel()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 1<<16)
+	for _, r := range l.Regions() {
+		if r.Addr == 0 {
+			continue
+		}
+		n := max(r.Size, 8)
+		for off := uint64(0); off < n; off += uint64(len(buf)) {
+			kmem.ReadAt(buf[:min(uint64(len(buf)), n-off)], r.Addr+off) // recorded; errors are the decoder's to report
+		}
+	}
+	ci := len(s.Consumers) - 1
+	s.Consumers[ci].Pages = append(s.Consumers[ci].Pages, s.snapshot()...)
+	slices.Sort(s.Consumers[ci].Pages)
+}
+
+// keepNote keeps the VMCOREINFO note in memory, found through the
+// kernel's vmcoreinfo_note (a pointer to the note since v4.15, the note
+// itself before), and adds its pages to the "vmcoreinfo" consumer: readers
+// that look for the note in memory (a dump whose container lost it, or
+// vmcore.Options.ForceScan) find it in the extract where they found it in
+// the original.
+func (s *Selection) keepNote() {
+	text := s.Session.Dump().VMCOREINFO()
+	sym, err := s.Session.Chain().LookupName("vmcoreinfo_note")
+	kmem, kerr := s.Session.Kernel()
+	arch := s.Session.Dump().Arch()
+	if len(text) == 0 || err != nil || kerr != nil || arch.ByteOrder == nil {
+		return
+	}
+	const hdr = 12 + 12 // note header, "VMCOREINFO\0" padded to 4
+	isNote := func(at uint64) bool {
+		var b [hdr]byte
+		if memory.ReadFull(kmem, b[:], at) != nil {
+			return false
+		}
+		return arch.ByteOrder.Uint32(b[0:]) == 11 && arch.ByteOrder.Uint32(b[8:]) == 0 && string(b[12:22]) == "VMCOREINFO"
+	}
+	at := sym.Addr
+	if !isNote(at) {
+		p, err := memory.Pointer(kmem, arch.ByteOrder, arch.PtrSize, at)
+		if err != nil || !isNote(p) {
+			s.rec.Reset() // what was probed is not worth keeping
+			return
+		}
+		at = p
+	}
+	body := make([]byte, len(text))
+	memory.ReadFull(kmem, body, at+hdr) // recorded; the pages are what matters
+	s.Consumers[0].Pages = append(s.Consumers[0].Pages, s.snapshot()...)
+	slices.Sort(s.Consumers[0].Pages)
 }
 
 // trimScan drops from the "kallsyms" consumer the pages of the kernel image

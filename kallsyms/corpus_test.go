@@ -48,6 +48,11 @@ func TestCorpus(t *testing.T) {
 					var whole *Result
 					for _, mode := range []string{"vmcoreinfo", "scan"} {
 						o := opt
+						if mode == "scan" && hasVmcoreinfoTables(info) && g.IsExtract(f) {
+							// An extract holds the tables VMCOREINFO names,
+							// not the image a scan reads around them.
+							continue
+						}
 						if mode == "scan" {
 							// Hide the kallsyms lines: locate as for < v6.0.
 							o.Tables = TableAddrs{}

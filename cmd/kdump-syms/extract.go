@@ -11,12 +11,13 @@ import (
 
 // consumerWhy explains each consumer of the extract report.
 var consumerWhy = map[string]string{
-	"vmcoreinfo":  "the VMCOREINFO note, found in memory",
+	"vmcoreinfo":  "the VMCOREINFO note in memory (for readers that scan for it)",
 	"translation": "top-level page table and translation setup",
-	"kallsyms":    "kallsyms tables and the page tables leading to them",
+	"kallsyms":    "the whole kallsyms tables (for eager and lazy decoding)",
 	"btf":         "the kernel's BTF (struct module layout)",
 	"modules":     "struct module, module symtabs/strtabs, module page tables",
 	"finders":     "other finders' All (BPF, ftrace, kprobes)",
+	"page tables": "page tables mapping every module, BPF and trampoline symbol",
 	"keep":        "--keep ranges",
 }
 

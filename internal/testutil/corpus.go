@@ -460,19 +460,19 @@ func (g *CorpusGuest) VMCOREINFOSys(tb testing.TB) (addr, size uint64) {
 	return addr, size
 }
 
-// DumpPaths returns the cache paths of a dump format (two for DumpSplit)
-// and whether all of them exist.
+// DumpPaths returns the paths of a dump format (two for DumpSplit) and
+// whether all of them exist: the full dumps of the cache when they are
+// there, else the committed extracts, decompressed (see IsExtract and
+// ExtractPaths).
 func (g *CorpusGuest) DumpPaths(f DumpFormat) ([]string, bool) {
-	var out []string
-	ok := true
-	for _, n := range f.Files() {
-		p := filepath.Join(g.CacheDir, n)
-		if _, err := os.Stat(p); err != nil {
-			ok = false
-		}
-		out = append(out, p)
+	full, ok := g.FullDumpPaths(f)
+	if ok {
+		return full, true
 	}
-	return out, ok
+	if p, ok := g.ExtractPaths(f); ok {
+		return p, true
+	}
+	return full, false
 }
 
 // HasFormat reports whether the manifest lists the format for this guest,
@@ -515,7 +515,8 @@ func (g *CorpusGuest) RequireDump(tb testing.TB, f DumpFormat) []string {
 	return p
 }
 
-// AvailableDumps returns the formats whose files are all in the cache.
+// AvailableDumps returns the formats DumpPaths has: full dumps in the
+// cache, or committed extracts.
 func (g *CorpusGuest) AvailableDumps() []DumpFormat {
 	var out []DumpFormat
 	for _, f := range AllDumpFormats {

@@ -241,7 +241,7 @@ func sha256File(t *testing.T, p string) string {
 func TestCorpusVMCOREINFOInDump(t *testing.T) {
 	for _, g := range Corpus(t) {
 		t.Run(g.Name, func(t *testing.T) {
-			p := g.RequireDump(t, DumpQEMUELF)[0]
+			p := g.RequireFullDump(t, DumpQEMUELF)[0]
 			f, err := elf.Open(p)
 			require.NoError(t, err)
 			defer f.Close()
@@ -263,4 +263,27 @@ func TestCorpusVMCOREINFOInDump(t *testing.T) {
 			assert.Equal(t, string(g.VMCOREINFO(t)), string(desc))
 		})
 	}
+}
+
+// TestCorpusExtractsFresh checks that the committed extracts were made from
+// the dumps SHA256SUMS lists: a regeneration of the corpus must be followed
+// by testdata/vmcores/extract-corpus, or DumpPaths ignores the stale
+// extracts and the corpus tests skip on a fresh clone.
+func TestCorpusExtractsFresh(t *testing.T) {
+	sums := ReadSHA256SUMS(t)
+	n := 0
+	for _, g := range Corpus(t) {
+		src := readSources(filepath.Join(g.Dir, ExtractsDirName, "SOURCES"))
+		for name, sum := range src {
+			assert.Equal(t, sums[name], sum, "%s: extract made from another dump than SHA256SUMS lists: run testdata/vmcores/extract-corpus", name)
+			n++
+		}
+		for _, f := range AllDumpFormats {
+			if files, ok := g.ExtractFiles(f); ok {
+				assert.NotEmpty(t, files)
+				assert.True(t, g.HasFormat(f), "%s/%s: extract of a format the manifest does not list", g.Name, f)
+			}
+		}
+	}
+	assert.NotZero(t, n, "no committed extracts")
 }
