@@ -357,12 +357,32 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 	// not known before expanding; start from a typical ratio and, when it
 	// runs out, re-estimate from the ratio so far (growth copies what is
 	// done and zeroes only the new room).
+	b.ExpectSorted()
 	b.Grow(t.n, 0)
 	dst := make([]byte, 0, expandEstimate(t.namesLen, 0, 0))
 	f := newFilter(info)
 	off := 0
 	prev := uint64(0)
+	// Addresses are read a window at a time too, into a buffer of their
+	// own, not through the lazy finder's chunk cache.
+	w := 4
+	if t.enc == Absolute {
+		w = t.lay.PtrSize
+	}
+	var addrWin []byte
+	addrBase := 0
 	for i := range t.n {
+		if i%(256*windowBlocks) == 0 {
+			cnt := min(256*windowBlocks, t.n-i)
+			if addrWin == nil {
+				addrWin = make([]byte, w*cnt)
+			}
+			at := t.tableVA + uint64(w*i)
+			if err := memory.ReadFull(t.r, addrWin[:w*cnt], at); err != nil {
+				return nil, fmt.Errorf("kallsyms: address table at %#x: %w", at, err)
+			}
+			addrBase = i
+		}
 		if i&255 == 0 {
 			k := i >> 8
 			if uint32(off) != t.markers[k] {
@@ -400,11 +420,8 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		if l := len(dst) - o; l == 0 || l > maxExpanded {
 			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(l), "names entry %d expands to %d bytes", i, l)
 		}
-		a := t.addrAt(i)
+		a := decodeAddr(t.enc, addrWin[w*(i-addrBase):], i, t.bo, t.lay.PtrSize, t.base, t.tableVA) & t.mask
 		if a < prev {
-			if err := t.addr.readErr(); err != nil {
-				return nil, err
-			}
 			return nil, corrupt(t.lay.Addresses.Addr, uint64(i), "symbol %d is below the one before it", i)
 		}
 		prev = a
@@ -414,9 +431,6 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 	}
 	if off != t.namesLen {
 		return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
-	}
-	if err := t.addr.readErr(); err != nil {
-		return nil, err
 	}
 	if err := f.err(); err != nil {
 		return nil, err

@@ -81,6 +81,11 @@ type Builder struct {
 	ix    *Index
 	sized bool
 	err   error
+
+	// compact: addresses go straight into ix.addrLo and ix.hiRuns (see
+	// ExpectSorted); last is the address added last.
+	compact bool
+	last    uint64
 }
 
 // NewBuilder starts an index. name is the finder name it answers to
@@ -95,7 +100,11 @@ func NewBuilder(name, module string) *Builder {
 func (b *Builder) Grow(n, nameBytes int) {
 	const maxReserve = 1 << 22
 	n, nameBytes = min(max(n, 0), maxReserve), min(max(nameBytes, 0), 16*maxReserve)
-	b.ix.addrs = slices.Grow(b.ix.addrs, n)
+	if b.compact {
+		b.ix.addrLo = slices.Grow(b.ix.addrLo, n)
+	} else {
+		b.ix.addrs = slices.Grow(b.ix.addrs, n)
+	}
 	b.ix.nameOff = slices.Grow(b.ix.nameOff, n)
 	b.ix.names = slices.Grow(b.ix.names, nameBytes+n)
 	if b.sized {
@@ -115,6 +124,7 @@ func (b *Builder) Add(addr uint64, kind byte, name []byte) {
 // the index stores sizes for all; symbols added with Add get size 0.
 func (b *Builder) AddSized(addr, size uint64, kind byte, name []byte) {
 	if !b.sized {
+		b.widen()
 		b.sized = true
 		b.ix.sizes = make([]uint64, len(b.ix.addrs), cap(b.ix.addrs))
 	}
@@ -134,13 +144,19 @@ func (b *Builder) NameBuffer() []byte { return b.ix.names }
 // entry without a type letter makes Build fail.
 func (b *Builder) AddAppended(addr uint64, names []byte) {
 	if len(names) <= len(b.ix.names) && b.err == nil {
-		b.err = fmt.Errorf("symfinder: %s: symbol %d has no type letter", b.ix.name, len(b.ix.addrs))
+		b.err = fmt.Errorf("symfinder: %s: symbol %d has no type letter", b.ix.name, b.Len())
 	}
 	if b.sized {
 		b.ix.sizes = append(b.ix.sizes, 0)
 	}
-	b.ix.names = names
-	b.ix.addrs = append(b.ix.addrs, addr)
+	if unsafe.SliceData(names) == unsafe.SliceData(b.ix.names) && cap(names) == cap(b.ix.names) {
+		// Same buffer: store the length only, which needs no GC write
+		// barrier (this runs once per symbol).
+		b.ix.names = b.ix.names[:len(names)]
+	} else {
+		b.ix.names = names
+	}
+	b.addAddr(addr)
 	if uint64(len(names)) > math.MaxUint32 && b.err == nil {
 		b.err = fmt.Errorf("symfinder: %s: names exceed 4 GiB", b.ix.name)
 	}
@@ -153,7 +169,7 @@ func (b *Builder) AddString(addr uint64, kind byte, name string) {
 }
 
 func (b *Builder) add(addr uint64, kind byte, name []byte) {
-	b.ix.addrs = append(b.ix.addrs, addr)
+	b.addAddr(addr)
 	b.ix.names = append(b.ix.names, kind)
 	b.ix.names = append(b.ix.names, name...)
 	if uint64(len(b.ix.names)) > math.MaxUint32 && b.err == nil {
@@ -162,8 +178,64 @@ func (b *Builder) add(addr uint64, kind byte, name []byte) {
 	b.ix.nameOff = append(b.ix.nameOff, uint32(len(b.ix.names)))
 }
 
+// ExpectSorted tells the builder that symbols will come in address order,
+// their addresses sharing the high 32 bits in a few runs, as a kernel's do
+// (per-CPU offsets, then the image). It then stores 4-byte addresses from
+// the start instead of compacting 8-byte ones in Build; should the
+// expectation fail, it widens them and goes on. Call it before adding.
+func (b *Builder) ExpectSorted() {
+	if b.Len() == 0 && !b.sized {
+		b.compact = true
+		b.ix.addrLo = b.ix.addrLo[:0]
+	}
+}
+
+func (b *Builder) addAddr(addr uint64) {
+	if b.compact {
+		ix := b.ix
+		h := addr &^ math.MaxUint32
+		n := len(ix.addrLo)
+		switch {
+		case n > 0 && addr < b.last:
+			b.widen()
+		case n == 0 || ix.hiRuns[len(ix.hiRuns)-1].hi != h:
+			if len(ix.hiRuns) == maxHiRuns {
+				b.widen()
+				break
+			}
+			ix.hiRuns = append(ix.hiRuns, hiRun{first: n, hi: h})
+			fallthrough
+		default:
+			ix.addrLo = append(ix.addrLo, uint32(addr))
+			b.last = addr
+			return
+		}
+	}
+	b.ix.addrs = append(b.ix.addrs, addr)
+}
+
+// widen leaves compact mode: the addresses so far become 8-byte ones.
+func (b *Builder) widen() {
+	if !b.compact {
+		return
+	}
+	ix := b.ix
+	ix.n = len(ix.addrLo)
+	addrs := make([]uint64, ix.n, max(cap(ix.addrLo), ix.n+1))
+	for i := range addrs {
+		addrs[i] = ix.addr(i)
+	}
+	ix.addrs, ix.addrLo, ix.hiRuns = addrs, nil, nil
+	b.compact = false
+}
+
 // Len returns the number of symbols added so far.
-func (b *Builder) Len() int { return len(b.ix.addrs) }
+func (b *Builder) Len() int {
+	if b.compact {
+		return len(b.ix.addrLo)
+	}
+	return len(b.ix.addrs)
+}
 
 // SetDerivedEnd sets where the highest symbol ends when sizes are derived
 // (the kernel uses _end, _etext or _einittext). Without it the highest
@@ -177,9 +249,16 @@ func (b *Builder) Build() (*Index, error) {
 	}
 	ix := b.ix
 	b.ix = nil
-	ix.addrs = slices.Clip(ix.addrs)
 	ix.nameOff = slices.Clip(ix.nameOff)
 	ix.names = slices.Clip(ix.names)
+	if b.compact {
+		ix.n = len(ix.addrLo)
+		ix.addrLo = slices.Clip(ix.addrLo)
+		ix.hiRuns = slices.Clip(ix.hiRuns)
+		ix.buildAddrTop()
+		return ix, nil
+	}
+	ix.addrs = slices.Clip(ix.addrs)
 	if !slices.IsSorted(ix.addrs) {
 		ix.byAddr = make([]uint32, len(ix.addrs))
 		for i := range ix.byAddr {
@@ -201,16 +280,20 @@ func (b *Builder) Build() (*Index, error) {
 		}
 	}
 	ix.n = len(ix.addrs)
+	ix.buildAddrTop()
+	if ix.byAddr == nil && ix.sizes == nil {
+		ix.compact()
+	}
+	return ix, nil
+}
+
+func (ix *Index) buildAddrTop() {
 	if n := ix.n; n > 2*topStride {
 		ix.addrTop = make([]uint64, 0, (n+topStride-1)/topStride)
 		for p := 0; p < n; p += topStride {
 			ix.addrTop = append(ix.addrTop, ix.addrAt(p))
 		}
 	}
-	if ix.byAddr == nil && ix.sizes == nil {
-		ix.compact()
-	}
-	return ix, nil
 }
 
 // compact replaces the sorted 8-byte addresses by their low halves and

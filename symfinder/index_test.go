@@ -293,9 +293,13 @@ func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Ra
 	for _, tc := range []struct {
 		name     string
 		appended bool
-	}{{"add", false}, {"appended", true}} {
+		expect   bool
+	}{{"add", false, false}, {"appended", true, false}, {"expect-sorted", false, true}, {"appended-expect-sorted", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBuilder("k", "")
+			if tc.expect {
+				b.ExpectSorted()
+			}
 			b.Grow(len(syms), 0)
 			for _, s := range syms {
 				if tc.appended {
@@ -372,6 +376,31 @@ func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Ra
 			}
 		})
 	}
+}
+
+// TestBuilderExpectSortedWrong checks that a builder told to expect sorted
+// addresses still builds a correct index when they are not, or are sized.
+func TestBuilderExpectSortedWrong(t *testing.T) {
+	b := NewBuilder("k", "")
+	b.ExpectSorted()
+	b.AddString(0x30, 'T', "c")
+	b.AddString(0x10, 'T', "a")
+	b.AddString(0x20, 'T', "b")
+	b.SetDerivedEnd(0x40)
+	ix, err := b.Build()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x15})))
+	assert.Equal(t, []string{"c", "a", "b"}, names(collect(ix, Query{Kind: All})))
+
+	b = NewBuilder("m", "m")
+	b.ExpectSorted()
+	b.AddString(0x10, 'T', "a")
+	b.AddSized(0x20, 8, 't', []byte("b"))
+	ix, err = b.Build()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x27})))
+	assert.Empty(t, collect(ix, Query{Kind: ByAddr, Addr: 0x28}))
+	assert.Equal(t, 2, ix.Len())
 }
 
 func TestBuilderAddAppendedEmpty(t *testing.T) {
