@@ -298,7 +298,10 @@ func (s *Selection) keepNote() {
 		}
 		at = p
 	}
-	body := make([]byte, len(text))
+	// The whole buffer the kernel allocated (VMCOREINFO_NOTE_SIZE: the
+	// header, a page of text, an empty closing note), as
+	// /sys/kernel/vmcoreinfo gives it; at least the text.
+	body := make([]byte, max(len(text), int(uint64(1)<<s.PageShift))+12)
 	memory.ReadFull(kmem, body, at+hdr) // recorded; the pages are what matters
 	s.Consumers[0].Pages = append(s.Consumers[0].Pages, s.snapshot()...)
 	slices.Sort(s.Consumers[0].Pages)
