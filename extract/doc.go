@@ -13,13 +13,18 @@
 // kernel-virtual translation as well as the data they lead to. Record runs
 // the session's stages one after the other and snapshots the recorder
 // between them, which attributes each page to the first consumer that read
-// it: "vmcoreinfo" (the note, when it had to be found in memory),
+// it: "vmcoreinfo" (the note in memory, found through the kernel's
+// vmcoreinfo_note, so that readers scanning memory for it still find it),
 // "translation" (the top-level page table and what vtop reads to set up),
-// "kallsyms", "btf" (the pages of [__start_BTF, __stop_BTF)), "modules"
-// (struct module, symtabs, strtabs, and the page tables of module memory),
-// "finders" (what draining every finder's All reads beyond that: BPF,
-// ftrace and kprobes symbols) and "keep" (ranges asked for by hand). Each
-// consumer's page-table walks are counted with it.
+// "kallsyms" (the tables, read whole so that eager and lazy decoding both
+// work; for kernels before 6.0 the pages a scan read without finding them
+// are dropped), "btf" (the pages of [__start_BTF, __stop_BTF)), "modules"
+// (struct module, symtabs, strtabs, and the page tables of module
+// memory), "finders" (what draining every finder's All reads beyond that:
+// BPF, ftrace and kprobes lists), "page tables" (the tables mapping every
+// module, BPF and trampoline symbol, so that the extract translates each
+// symbol's address) and "keep" (ranges asked for by hand). Each consumer's
+// page-table walks are counted with it.
 //
 // # Writers
 //
