@@ -88,7 +88,12 @@ func TestCorpus(t *testing.T) {
 					defer d.Close()
 					h := d.Header()
 					require.Equal(t, 4096, h.BlockSize)
-					require.Equal(t, "x86_64", h.Machine)
+					if strings.HasPrefix(name, "qemu.") && h.Machine == "Unknown" {
+						// QEMU 10 writes "Unknown" when it has no guest utsname.
+						t.Logf("utsname.machine %q", h.Machine)
+					} else {
+						require.Equal(t, "x86_64", h.Machine)
+					}
 					require.Contains(t, string(d.VMCOREINFO()), "OSRELEASE=")
 					comp := d.Compressions()
 					t.Logf("v%d status %#x flattened=%v split=%v parts=%d maxmapnr=%#x codecs=%v",
