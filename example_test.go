@@ -1,0 +1,70 @@
+package kdumpsyms_test
+
+import (
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+)
+
+// A real dump bundled with the tests: Debian 6.12 panicked under QEMU,
+// written by makedumpfile -c -d 31 and cut down by kdump-syms extract.
+const bundled = "testdata/vmcores/deb13-6.12-amd64/dumps/mdf-d31-zlib.kdump.xz"
+
+func ExampleOpen() {
+	s, err := kdumpsyms.Open(kdumpsyms.Options{}, bundled)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	// Name to address: the core kernel and a module.
+	for _, name := range []string{"vfs_read", "xfs_fs_fill_super"} {
+		sym, err := s.Chain().LookupName(name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s %#x %c %q\n", sym.Name, sym.Addr, sym.Kind, sym.Module)
+	}
+	// Address to symbol, as the kernel's %pS prints it.
+	sym, err := s.Chain().Lookup(0xffffffffb8a45d80 + 0x2a)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(strings.SplitN(sym.Format(0xffffffffb8a45d80+0x2a), "/", 2)[0])
+	// Output:
+	// vfs_read 0xffffffffb8a45d80 T ""
+	// xfs_fs_fill_super 0xffffffffc0587030 t "xfs"
+	// vfs_read+0x2a
+}
+
+// A caller's own finder joins the chain and answers before the dump's
+// sources, for example to name a JIT region the kernel does not know.
+func ExampleSession_Chain() {
+	s, err := kdumpsyms.Open(kdumpsyms.Options{}, bundled)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	mine := symfinder.FinderFunc{FinderName: "my-jit", Func: func(q symfinder.Query, yield func(symfinder.Symbol) bool) error {
+		jit := symfinder.Symbol{Name: "jit_stub", Addr: 0xffffffffc1000000, Size: 0x100, Kind: 't', Module: "myjit"}
+		if q.Kind == symfinder.ByAddr && jit.Contains(q.Addr) || q.Kind == symfinder.ByName && q.Name == jit.Name || q.Kind == symfinder.All {
+			yield(jit)
+		}
+		return nil
+	}}
+	if err := s.Chain().Insert(0, mine); err != nil {
+		log.Fatal(err)
+	}
+	sym, _ := s.Chain().Lookup(0xffffffffc1000010)
+	fmt.Println(sym.Format(0xffffffffc1000010))
+	for _, f := range s.Chain().Finders() {
+		fmt.Print(f.Name, " ")
+	}
+	fmt.Println()
+	// Output:
+	// jit_stub+0x10/0x100 [myjit]
+	// my-jit kallsyms modules ftrace bpf kprobes
+}
