@@ -403,7 +403,7 @@ func (ix *Index) upper(a uint64) int {
 	}
 	switch {
 	case ix.addrs != nil && ix.byAddr == nil:
-		return lo + upperBound(ix.addrs[lo:hi], a)
+		return lo + searchWindow(ix.addrs[lo:hi], a)
 	case ix.addrs == nil:
 		// Compact: the positions whose high half is a's form one run
 		// (or none); search its low halves.
@@ -425,7 +425,7 @@ func (ix *Index) upper(a uint64) int {
 			if lo >= hi {
 				return lo
 			}
-			return lo + upperBound(ix.addrLo[lo:hi], uint32(a))
+			return lo + searchWindow(ix.addrLo[lo:hi], uint32(a))
 		}
 		return max(lo, ix.n)
 	}
@@ -455,6 +455,23 @@ func upperBound[T uint32 | uint64](s []T, a T) int {
 		n -= half
 	}
 	return base + b2i(s[base] <= a)
+}
+
+// searchWindow is upperBound with branches, for the window the top-level
+// samples leave, whose lines are likely not cached: a branch predicted
+// either way lets the CPU start the next load early, which the branch-free
+// search, each load waiting for the one before, cannot.
+func searchWindow[T uint32 | uint64](s []T, a T) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m] <= a {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // b2i is 1 for true; the compiler makes it a SETcc, not a branch.
