@@ -3,7 +3,6 @@ package vmcore_test
 import (
 	"fmt"
 	"log"
-	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
@@ -20,17 +19,19 @@ func ExampleOpen() {
 	info := d.Info()
 	fmt.Println(d.Format(), d.Arch().Name, d.PageSize(), info.OSRelease())
 
-	// Kernel virtual memory: the banner, at its address from kallsyms.
+	// Kernel virtual memory, through the page tables: the name field of
+	// xfs's struct module (its __this_module symbol, in module space).
 	kmem, err := d.Kernel()
 	if err != nil {
 		log.Fatal(err)
 	}
-	banner, err := memory.CString(kmem, 0xffffffffb9794ce0, 256)
+	const xfsModule = 0xffffffffc0606ac0
+	name, err := memory.CString(kmem, xfsModule+24, 56)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(strings.Fields(banner)[:3])
+	fmt.Println(name)
 	// Output:
 	// xz+kdump x86_64 4096 6.12.117+deb13-amd64
-	// [Linux version 6.12.117+deb13-amd64]
+	// xfs
 }
