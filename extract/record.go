@@ -124,6 +124,12 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	}
 	d := sess.Dump()
 	ps := d.PageSize()
+	if kd := d.Kdump(); kd != nil {
+		// A kdump file numbers its pages in its block size, which need
+		// not be the kernel's: QEMU writes arm64 guests' dumps in 64 KiB
+		// blocks whatever the guest's page size.
+		ps = int(kd.Header().BlockSize)
+	}
 	if ps == 0 || ps&(ps-1) != 0 || rec == nil {
 		sess.Close()
 		return nil, fmt.Errorf("extract: %s: page size %d", paths[0], ps)
