@@ -306,7 +306,7 @@ func (s *Session) layout() (btflayout.Source, error) {
 		start, ok1 := syms("__start_BTF")
 		stop, ok2 := syms("__stop_BTF")
 		if !ok1 || !ok2 {
-			s.layErr = fmt.Errorf("the kernel's symbols have no __start_BTF/__stop_BTF (kernel built without CONFIG_DEBUG_INFO_BTF?): supply struct layouts from a vmlinux with debug info or a layout table: %w", btflayout.ErrNoBTF)
+			s.layErr = fmt.Errorf("the kernel's symbols have no __start_BTF/__stop_BTF (a kernel without CONFIG_DEBUG_INFO_BTF, or before v6.10 without CONFIG_KALLSYMS_ALL): supply struct layouts from a vmlinux with debug info or a layout table: %w", btflayout.ErrNoBTF)
 			return
 		}
 		kmem, _ := s.Kernel()

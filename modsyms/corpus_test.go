@@ -80,6 +80,20 @@ func TestCorpus(t *testing.T) {
 					// End to end: vmlinux addresses from kallsyms decoded out
 					// of the dump itself, checked against the captured ones.
 					use := syms
+					if !g.ExpectModules() {
+						// No CONFIG_KALLSYMS_ALL: kallsyms has text symbols
+						// only, so neither the list head nor the BTF.
+						res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{})
+						require.NoError(t, err)
+						dec := FromFinder(res.Finder())
+						for _, n := range []string{"modules", "__start_BTF", "__stop_BTF"} {
+							_, ok := dec(n)
+							assert.False(t, ok, n)
+						}
+						_, err = Load(k, dec, Options{})
+						require.ErrorContains(t, err, testutil.MissingSymbol)
+						return
+					}
 					if res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{}); err == nil {
 						dec := FromFinder(res.Finder())
 						for _, n := range []string{"modules", "__start_BTF", "__stop_BTF"} {

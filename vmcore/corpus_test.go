@@ -65,7 +65,7 @@ func TestCorpusOpen(t *testing.T) {
 					require.NotNil(t, d.Info(), "InfoErr: %v", d.InfoErr())
 					assert.Equal(t, release, d.Info().OSRelease())
 					assert.NotEmpty(t, d.InfoSource())
-					assert.Equal(t, "x86_64", d.Arch().Name)
+					assert.Equal(t, g.ArchName(), d.Arch().Name)
 					assert.Equal(t, 8, d.Arch().PtrSize)
 					assert.Equal(t, 4096, d.PageSize())
 					if strings.HasPrefix(string(f), "qemu") {
@@ -97,6 +97,9 @@ func TestCorpusScan(t *testing.T) {
 			for _, f := range g.AvailableDumps() {
 				t.Run(string(f), func(t *testing.T) {
 					paths, _ := g.DumpPaths(f)
+					if g.IsExtract(f) && !g.ExpectModules() {
+						t.Skip("extract holds no in-memory VMCOREINFO note: it finds the note by the data symbol vmcoreinfo_note, absent without KALLSYMS_ALL")
+					}
 					d, err := OpenWith(Options{ForceScan: true}, paths...)
 					require.NoError(t, err)
 					defer d.Close()
@@ -152,6 +155,11 @@ func TestCorpusSamePages(t *testing.T) {
 						a := pages[i]
 						require.NoError(t, memory.ReadFull(d.Physical(), got, a), "page %#x", a)
 						if err := memory.ReadFull(ref.Physical(), want, a); err != nil {
+							if g.IsExtract(f) && errors.Is(err, memory.ErrNotSaved) {
+								// Extracts keep whole blocks of their dump: QEMU's
+								// arm64 kdump has 64 KiB ones, the ELF 4 KiB pages.
+								continue
+							}
 							t.Errorf("page %#x saved in %s but not in the reference: %v", a, f, err)
 							continue
 						}

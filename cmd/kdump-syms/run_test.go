@@ -78,8 +78,19 @@ func TestAllCorpus(t *testing.T) {
 	for g, dump := range corpusDumps(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			code, stdout, stderr := runCLI("all", dump)
-			require.Equal(t, exitOK, code, stderr)
 			want := string(g.KallsymsText(t))
+			if g.ExpectModules() {
+				require.Equal(t, exitOK, code, stderr)
+			} else {
+				// Without KALLSYMS_ALL: the vmlinux lines exactly, and every
+				// other finder reported unavailable, naming the symbol.
+				require.Equal(t, exitError, code, stderr)
+				for _, f := range []string{"modules", "ftrace", "bpf", "kprobes"} {
+					assert.Contains(t, stderr, "symfinder: "+f+": ")
+				}
+				assert.Equal(t, 4, strings.Count(stderr, testutil.MissingSymbol), stderr)
+				want = string(g.VmlinuxKallsymsText(t))
+			}
 			if stdout != want {
 				t.Errorf("output differs from /proc/kallsyms (%d vs %d bytes)", len(stdout), len(want))
 				gl, wl := strings.Split(stdout, "\n"), strings.Split(want, "\n")
@@ -91,7 +102,12 @@ func TestAllCorpus(t *testing.T) {
 				}
 			}
 
-			code, stdout, _ = runCLI("modules", dump)
+			code, stdout, stderr = runCLI("modules", dump)
+			if !g.ExpectModules() {
+				assert.Equal(t, exitError, code)
+				assert.Contains(t, stderr, testutil.MissingSymbol)
+				return
+			}
 			require.Equal(t, exitOK, code)
 			truth, err := os.ReadFile(filepath.Join(g.Dir, "modules"))
 			require.NoError(t, err)

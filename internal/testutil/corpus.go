@@ -300,7 +300,10 @@ type Manifest struct {
 
 // ManifestGuest is one guest in the manifest.
 type ManifestGuest struct {
-	Name                 string          `json:"name"`
+	Name string `json:"name"`
+	Arch string `json:"arch"` // amd64 or arm64 (the name's last part)
+	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL (see CorpusGuest.ExpectModules).
+	KallsymsAll          bool            `json:"kallsyms_all"`
 	KernelPackage        string          `json:"kernel_package"`
 	KernelVersion        string          `json:"kernel_version"`
 	Uname                string          `json:"uname"`
@@ -395,6 +398,33 @@ func (g *CorpusGuest) read(tb testing.TB, name string) []byte {
 	return b
 }
 
+// Arch returns the guest's architecture as Debian names it: "amd64" or
+// "arm64".
+func (g *CorpusGuest) Arch() string { return g.Manifest.Arch }
+
+// ArchName returns the architecture as vmcore.Arch names it: "x86_64" or
+// "arm64".
+func (g *CorpusGuest) ArchName() string {
+	if g.Arch() == "amd64" {
+		return "x86_64"
+	}
+	return g.Arch()
+}
+
+// ExpectModules reports whether the dump alone can give the symbols of
+// modules (and BPF, ftrace, kprobes). It cannot when the kernel lacks
+// CONFIG_KALLSYMS_ALL (Debian's arm64 6.1): kallsyms then holds text
+// symbols only, so neither the `modules` list head nor (before v6.10)
+// `__start_BTF` is there. Tests then expect the vmlinux lines of the
+// ground truth exactly and those finders to fail with MissingSymbol in
+// their error.
+func (g *CorpusGuest) ExpectModules() bool { return g.Manifest.KallsymsAll }
+
+// MissingSymbol is the symbol the errors of the module, BPF, ftrace and
+// kprobes finders name when ExpectModules is false: struct layouts come
+// from the kernel's BTF, found first.
+const MissingSymbol = "__start_BTF"
+
 // KallsymsText returns the guest's /proc/kallsyms captured just before the
 // crash (decompressed from kallsyms.xz).
 func (g *CorpusGuest) KallsymsText(tb testing.TB) []byte {
@@ -408,6 +438,19 @@ func (g *CorpusGuest) KallsymsText(tb testing.TB) []byte {
 		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
 	}
 	return b
+}
+
+// VmlinuxKallsymsText returns the lines of KallsymsText without a [module]
+// column: what the kallsyms tables alone give.
+func (g *CorpusGuest) VmlinuxKallsymsText(tb testing.TB) []byte {
+	tb.Helper()
+	var out []byte
+	for line := range bytes.Lines(g.KallsymsText(tb)) {
+		if bytes.IndexByte(line, '\t') < 0 {
+			out = append(out, line...)
+		}
+	}
+	return out
 }
 
 // Kallsyms returns the guest's /proc/kallsyms, parsed, in file order.

@@ -7,10 +7,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
 )
+
+// sysBPF is bpf(2)'s number: 321 on amd64, 280 on arm64 (asm-generic).
+var sysBPF = map[string]uintptr{"amd64": 321, "arm64": 280}[runtime.GOARCH]
 
 const (
 	bpfProgLoad             = 5
@@ -48,7 +52,7 @@ func main() {
 			license:  uint64(uintptr(unsafe.Pointer(&license[0]))),
 		}
 		copy(attr.progName[:15], name)
-		fd, _, errno := syscall.Syscall(321, bpfProgLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+		fd, _, errno := syscall.Syscall(sysBPF, bpfProgLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
 		if errno != 0 {
 			fmt.Fprintf(os.Stderr, "bpfload: %s: %v\n", name, errno)
 			continue

@@ -23,7 +23,11 @@ type Manifest struct {
 
 // Guest is one booted kernel, its ground truth and its dumps.
 type Guest struct {
-	Name           string   `json:"name"`
+	Name string `json:"name"`
+	Arch string `json:"arch"` // the guest name's last part: amd64, arm64
+	// KallsymsAll is CONFIG_KALLSYMS_ALL of the kernel: without it kallsyms
+	// has text symbols only (no modules list head, no __start_BTF before v6.10).
+	KallsymsAll    bool     `json:"kallsyms_all"`
 	KernelPackage  string   `json:"kernel_package"`
 	KernelVersion  string   `json:"kernel_version"`
 	Uname          string   `json:"uname"`
@@ -109,7 +113,8 @@ func guest(name, gd, cd string) (*Guest, error) {
 		return nil, fmt.Errorf("bad kernel.pkg")
 	}
 	g := &Guest{
-		Name: name, KernelPackage: pkg[0], KernelVersion: pkg[1],
+		Name: name, Arch: name[strings.LastIndexByte(name, '-')+1:], KernelPackage: pkg[0], KernelVersion: pkg[1],
+		KallsymsAll:    kallsymsAll(cd),
 		Uname:          readTrim(filepath.Join(gd, "uname")),
 		KernelCmdline:  readTrim(filepath.Join(gd, "cmdline")),
 		QEMUVersion:    readTrim(filepath.Join(cd, "qemu.version")),
@@ -216,4 +221,11 @@ func truth(gd string) (*Truth, error) {
 func relCommand(cmd, guestDir string) string {
 	cmd = strings.ReplaceAll(cmd, guestDir+"/", "")
 	return strings.ReplaceAll(cmd, filepath.Dir(guestDir)+"/", "$KDUMP_SYMS_CORPUS/")
+}
+
+// kallsymsAll reports whether the guest's kernel config (in the extracted
+// package in the cache) sets CONFIG_KALLSYMS_ALL.
+func kallsymsAll(cd string) bool {
+	cfg, err := os.ReadFile(filepath.Join(cd, "root", "boot", "config-"+readTrim(filepath.Join(cd, "kver"))))
+	return err == nil && strings.Contains(string(cfg), "\nCONFIG_KALLSYMS_ALL=y\n")
 }
