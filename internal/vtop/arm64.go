@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 // arm64 descriptor bits, formats.md §4.2 (ARM ARM D8.3).
@@ -142,13 +143,6 @@ func newARM64(cfg Config) (*translator, error) {
 	if !ok {
 		return nil, missing("arm64", "SYMBOL(swapper_pg_dir)")
 	}
-	anchor := swapper
-	if v, ok := in.Symbol("_stext"); ok && v < swapper && swapper-v < maxImageSpan {
-		anchor = v
-	}
-	lo, last := imageRange(in, anchor, 1<<a.pageShift)
-	t.fast = append(t.fast, FastPath{Name: "kernel image (kimage_voffset)", Start: lo, Last: last, Delta: kvo})
-
 	a.root = swapper - kvo
 	t.layout.Levels, t.layout.Root = a.levels, a.root
 	t.walk = func(va uint64) (uint64, error) { return a.walkFrom(a.root, va) }
@@ -158,6 +152,16 @@ func newARM64(cfg Config) (*translator, error) {
 	if pa, err := a.walkFrom(a.root, swapper); err != nil || pa != a.root {
 		t.note("walk of swapper_pg_dir's own address gives %#x (%v), kimage_voffset %#x", pa, err, a.root)
 	}
+	anchor := swapper
+	stext, ok := in.Symbol("_stext")
+	if ok && stext < swapper && swapper-stext < maxImageSpan {
+		anchor = stext
+	}
+	lo, last := imageRange(in, anchor, 1<<a.pageShift)
+	if anchor == stext {
+		lo = a.imageHead(t, in, stext, kvo, lo)
+	}
+	t.fast = append(t.fast, FastPath{Name: "kernel image (kimage_voffset)", Start: lo, Last: last, Delta: kvo})
 
 	// Linear map, before and after the v5.4 flip (formats.md §4.2).
 	physOff, ok := in.Number("PHYS_OFFSET")
@@ -188,6 +192,47 @@ func newARM64(cfg Config) (*translator, error) {
 	}
 	t.fast = append(t.fast, f)
 	return t, nil
+}
+
+// armHeadAlign is the alignment of the arm64 kernel image's start, _text:
+// MIN_KIMG_ALIGN, which KASLR offsets are multiples of (since v5.8 there is
+// no TEXT_OFFSET).
+const armHeadAlign = 2 << 20
+
+// imageHead returns where the kernel-image fast path starts: _text when the
+// page tables map the image head [_text, _stext) (the Image header and
+// .head.text, 64 KiB) at kimage_voffset, else lo (the page of _stext).
+// Whether they do depends on the kernel: Debian's 6.12, whose early C code
+// maps the image from _text, does; its 6.1 maps the image from _stext and
+// gives the head's pages back to the page allocator, so a fast path there
+// would read whatever reused them. _text is SYMBOL(_text) when VMCOREINFO
+// has it (no kernel writes it yet), else KIMAGE_VADDR + KERNELOFFSET with
+// KIMAGE_VADDR = NUMBER(MODULES_END) (v5.18+ export it), else _stext
+// rounded down to armHeadAlign. The walk decides: the head's first and
+// last pages must translate to va − kimage_voffset. The entries it reads
+// are read while the translator is built, so extracts keep them.
+func (a *arm64) imageHead(t *translator, in *vmcoreinfo.Info, stext, kvo, lo uint64) uint64 {
+	text, ok := in.Symbol("_text")
+	if !ok {
+		me, ok1 := in.Number("MODULES_END")
+		ko, ok2 := in.KernelOffset()
+		text = stext &^ (armHeadAlign - 1)
+		if ok1 && ok2 {
+			text = me + ko
+		}
+	}
+	ps := uint64(1) << a.pageShift
+	text &^= ps - 1
+	if text >= lo || lo-text >= armHeadAlign {
+		return lo
+	}
+	for _, va := range []uint64{text, lo - ps} {
+		if pa, err := a.walkFrom(a.root, va); err != nil || pa != va-kvo {
+			t.note("image head [%#x, %#x) left to the walk: %#x walks to %#x (%v), kimage_voffset gives %#x", text, lo, va, pa, err, va-kvo)
+			return lo
+		}
+	}
+	return text
 }
 
 // armCanon makes a tagged kernel pointer (bit 55 set, tag in bits 63:56)

@@ -180,3 +180,103 @@ func TestARM64(t *testing.T) {
 		})
 	}
 }
+
+// TestARM64ImageHead checks where the kernel-image fast path starts: at
+// _text when the page tables map the image head [_text, _stext) at
+// kimage_voffset (6.12), at _stext when they do not (6.1) or when the
+// entries are not in the dump, with _text from SYMBOL(_text), from
+// MODULES_END + KERNELOFFSET, or _stext rounded down to 2 MiB.
+func TestARM64ImageHead(t *testing.T) {
+	const (
+		ps         = 12
+		modulesEnd = 0xffff800008000000
+		kaslr      = 0x3e743da00000
+		imagePA    = 0x40200000
+	)
+	text := uint64(modulesEnd + kaslr)
+	stext := text + 0x10000
+	swapper := text + 0x1000000
+	kvo := text - imagePA
+	cases := []struct {
+		name      string
+		mapHead   bool
+		dropTable bool // the head's pte table is not in the dump
+		lines     []string
+		start     uint64
+		note      string
+	}{
+		{name: "MODULES_END+KERNELOFFSET", mapHead: true, lines: []string{"NUMBER(MODULES_END)=0xffff800008000000", "KERNELOFFSET=3e743da00000"}, start: text},
+		{name: "SYMBOL(_text)", mapHead: true, lines: []string{"SYMBOL(_text)=" + hexs(text)}, start: text},
+		{name: "_stext rounded down", mapHead: true, start: text},
+		{name: "head not mapped", lines: []string{"NUMBER(MODULES_END)=0xffff800008000000", "KERNELOFFSET=3e743da00000"}, start: stext, note: "not mapped"},
+		{name: "head tables not saved", mapHead: true, dropTable: true, start: stext, note: "not present in dump"},
+		{name: "KERNELOFFSET off by 2 MiB", mapHead: true, lines: []string{"NUMBER(MODULES_END)=0xffff800008000000", "KERNELOFFSET=3e743d800000"}, start: stext},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newPhysMem(1 << ps)
+			b := &armBuilder{m: m, root: swapper - kvo, ps: ps, vaBits: 48, levels: 4}
+			m.page(b.root >> ps)
+			first := stext
+			if c.mapHead {
+				first = text
+			}
+			for va := first; va < swapper+0x1000; va += 1 << ps {
+				b.mapPage(va, va-kvo, ps)
+			}
+			if c.dropTable {
+				// The pte table of the image's first 2 MiB: the one
+				// entry of the pmd that maps text.
+				pte := (&arm64{pageShift: ps}).oa(walkTable(t, m, b, text))
+				delete(m.pages, pte>>ps)
+			}
+			lines := append([]string{
+				"PAGESIZE=4096",
+				"SYMBOL(swapper_pg_dir)=" + hexs(swapper),
+				"SYMBOL(_stext)=" + hexs(stext),
+				"NUMBER(VA_BITS)=48",
+				fmt.Sprintf("NUMBER(kimage_voffset)=%#x", kvo),
+				"NUMBER(PHYS_OFFSET)=0x40000000",
+			}, c.lines...)
+			tr, err := New(Config{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: info(t, lines...), Phys: m})
+			require.NoError(t, err)
+			l := tr.Layout()
+			require.NotEmpty(t, l.FastPaths)
+			assert.Equal(t, c.start, l.FastPaths[0].Start)
+			assert.Equal(t, swapper|0xfff, l.FastPaths[0].Last)
+			if c.note == "" {
+				assert.Empty(t, l.Notes)
+			} else if assert.Len(t, l.Notes, 1) {
+				assert.Contains(t, l.Notes[0], "image head")
+				assert.Contains(t, l.Notes[0], c.note)
+			}
+			pa, err := tr.Translate(text + 0x38)
+			if c.mapHead && !c.dropTable {
+				require.NoError(t, err)
+				assert.Equal(t, uint64(imagePA+0x38), pa)
+			} else if c.mapHead {
+				assert.ErrorIs(t, err, memory.ErrNotSaved)
+			} else {
+				assert.ErrorIs(t, err, ErrNotMapped)
+			}
+		})
+	}
+}
+
+// walkTable returns the pmd entry on the way to va (the descriptor of the
+// pte table) in b's 4-level, 4K tables.
+func walkTable(t *testing.T, m *physMem, b *armBuilder, va uint64) uint64 {
+	t.Helper()
+	a := &arm64{pageShift: b.ps}
+	table := b.root
+	for l := b.levels; l > 1; l-- {
+		shift := b.ps + (b.ps-3)*uint(l-1)
+		e := m.get(binary.LittleEndian, 8, table+(va>>shift&511)*8)
+		require.Equal(t, uint64(armDescTable), e&3, "level %d", l)
+		if l == 2 {
+			return e
+		}
+		table = a.oa(e)
+	}
+	panic("unreachable")
+}

@@ -136,10 +136,8 @@ func checkDump(t *testing.T, tr vtop.Translator, syms []testutil.KallsymsEntry, 
 			continue
 		}
 		// Extracts lack the page tables of what decoding did not reach:
-		// modules when their list cannot be found (no KALLSYMS_ALL), and
-		// arm64's head text before _stext (outside the kimage_voffset fast
-		// path, so walked).
-		if absent(err) && (s.Module != "" && !fullKallsyms || arch == "arm64" && s.Module == "" && s.Addr < byName["_stext"]) {
+		// modules when their list cannot be found (no KALLSYMS_ALL).
+		if absent(err) && s.Module != "" && !fullKallsyms {
 			continue
 		}
 		if err != nil {
@@ -157,6 +155,70 @@ func checkDump(t *testing.T, tr vtop.Translator, syms []testutil.KallsymsEntry, 
 			}
 		}
 	}
+	if arch == "arm64" {
+		checkARM64Image(t, tr, byName, extract)
+	}
 	assert.Empty(t, bad, "%d of %d text symbols failed; first: %s", len(bad), text, strings.Join(bad[:min(len(bad), 10)], "\n"))
 	t.Logf("%d text symbols translated (%d also walked, %d in the unmapped init region), %d modules named", text, walked, unmapped, len(mods))
+}
+
+// checkARM64Image cross-checks the kernel-image fast path (va −
+// kimage_voffset) with the walk: it starts at _text where the page tables
+// map the image head (6.12) and at _stext where they do not (6.1), the page
+// below it does not walk to the same rule, and on a full dump every page
+// of it walks to the same address except one run of unmapped pages, the
+// __init region freed after boot.
+func checkARM64Image(t *testing.T, tr vtop.Translator, byName map[string]uint64, extract bool) {
+	var f vtop.FastPath
+	for _, p := range tr.Layout().FastPaths {
+		if strings.HasPrefix(p.Name, "kernel image") {
+			f = p
+		}
+	}
+	require.NotZero(t, f.Start, "kernel image fast path in %v", tr.Layout().FastPaths)
+	ps := uint64(tr.Layout().PageSize)
+	exact := func(va uint64) (bool, error) {
+		pa, err := vtop.WalkForTest(tr, va)
+		return err == nil && pa == va-f.Delta, err
+	}
+	stext := byName["_stext"]
+	require.NotZero(t, stext)
+	if text, ok := byName["_text"]; ok {
+		if ok, err := exact(text); ok {
+			assert.Equal(t, text, f.Start, "image head is mapped: the fast path starts at _text")
+		} else if !extract || !errors.Is(err, memory.ErrNotSaved) {
+			assert.Equal(t, stext, f.Start, "image head not mapped (%v): the fast path starts at _stext", err)
+		}
+	}
+	assert.True(t, f.Start == stext || f.Start < stext && stext-f.Start <= 2<<20, "fast path start %#x, _stext %#x", f.Start, stext)
+	if ok, _ := exact(f.Start - ps); ok {
+		t.Errorf("page %#x below the image fast path [%#x, %#x] walks to va − kimage_voffset too", f.Start-ps, f.Start, f.Last)
+	}
+	if extract {
+		return
+	}
+	var runs [][2]uint64
+	for va := f.Start; va <= f.Last && va >= f.Start; va += ps {
+		ok, err := exact(va)
+		if ok {
+			continue
+		}
+		if !errors.Is(err, vtop.ErrNotMapped) {
+			t.Errorf("image page %#x: fast path %#x, walk: %v", va, va-f.Delta, err)
+			return
+		}
+		if n := len(runs); n > 0 && runs[n-1][1] == va {
+			runs[n-1][1] = va + ps
+		} else {
+			runs = append(runs, [2]uint64{va, va + ps})
+		}
+	}
+	initLo, initHi := byName["__init_begin"], byName["__init_end"]
+	if assert.Len(t, runs, 1, "unmapped runs in the image fast path: %#x", runs) {
+		assert.Equal(t, initLo, runs[0][0], "the unmapped run starts at __init_begin")
+		if initHi != 0 {
+			assert.Equal(t, initHi, runs[0][1], "the unmapped run ends at __init_end")
+		}
+		t.Logf("image fast path [%#x, %#x]: walk agrees on every page but the freed init region [%#x, %#x)", f.Start, f.Last, runs[0][0], runs[0][1])
+	}
 }

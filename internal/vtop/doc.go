@@ -13,7 +13,8 @@
 //     walking the page tables because VMCOREINFO does not carry it), and a
 //     4- or 5-level walk of init_top_pgt with 1 GiB and 2 MiB pages and the
 //     SME mask stripped from entries. formats.md §3.5, §4.1.
-//   - arm64: the kernel image (va − kimage_voffset), the linear map
+//   - arm64: the kernel image (va − kimage_voffset, from _text where the
+//     page tables map the image head, else from _stext), the linear map
 //     (PHYS_OFFSET, before and after the v5.4 VA-space flip) and a walk of
 //     swapper_pg_dir for 4K/16K/64K granules and 39..52-bit VAs, with block
 //     mappings and 52-bit output addresses. formats.md §4.2.
