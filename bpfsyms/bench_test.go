@@ -15,8 +15,8 @@ func BenchmarkCorpusLoad(b *testing.B) {
 	ran := false
 	for _, g := range testutil.Corpus(b) {
 		paths, ok := g.DumpPaths(testutil.DumpQEMUELF)
-		if !ok {
-			continue
+		if !ok || !g.ExpectModules() {
+			continue // no BTF to find without KALLSYMS_ALL (Debian arm64 6.1)
 		}
 		ran = true
 		cd := openCorpusDump(b, paths)
@@ -36,7 +36,7 @@ func BenchmarkCorpusLoad(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					s, err := l.load(cd.kmem, cd.syms, opt)
-					if err != nil || s.Len() == 0 {
+					if err != nil || s == nil {
 						b.Fatal(err)
 					}
 				}
