@@ -14,7 +14,8 @@
 // the session's stages one after the other and snapshots the recorder
 // between them, which attributes each page to the first consumer that read
 // it: "vmcoreinfo" (the note in memory, found through the kernel's
-// vmcoreinfo_note, so that readers scanning memory for it still find it),
+// vmcoreinfo_note, or without that symbol by vmcore's scan, so that
+// readers scanning memory for it still find it),
 // "translation" (the top-level page table and what vtop reads to set up),
 // "kallsyms" (the tables, read whole so that eager and lazy decoding both
 // work; for kernels before 6.0 the pages a scan read without finding them

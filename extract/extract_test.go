@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
@@ -120,4 +121,50 @@ func TestExtractCorruptInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "kdump", res.Format)
 	assert.Equal(t, 5, res.Pages) // pfns 1, 2, 3, 5 and 6 of 0..7
+}
+
+// TestExtractKeepsNoteFoundByScan checks that the VMCOREINFO note in memory
+// is kept when kallsyms cannot name vmcoreinfo_note (here: no kallsyms at
+// all, as without CONFIG_KALLSYMS_ALL it lacks data symbols): extract finds
+// it by vmcore's scan and keeps its pages, not the ones scanned before it,
+// so a forced scan of the extract finds it where it was.
+func TestExtractKeepsNoteFoundByScan(t *testing.T) {
+	dir := t.TempDir()
+	const text = "OSRELEASE=6.1.0-test\nPAGESIZE=4096\n"
+	ram := make([]byte, 64<<12)
+	for p := range uint64(64) {
+		copy(ram[p<<12:], page(p, 4096))
+	}
+	const noteAt = 0x28000 // in ram
+	note := binary.LittleEndian.AppendUint32(nil, 11)
+	note = binary.LittleEndian.AppendUint32(note, uint32(len(text)))
+	note = binary.LittleEndian.AppendUint32(note, 0)
+	note = append(note, "VMCOREINFO\x00\x00"+text...)
+	copy(ram[noteAt:], note)
+	core := (&elfcoretest.Builder{
+		Notes:    []elfcoretest.Note{elfcoretest.VMCOREINFONote(text)},
+		Segments: []elfcoretest.Segment{{Paddr: 0x100000, Vaddr: 0x100000, Data: ram}},
+	}).Bytes()
+	in := filepath.Join(dir, "in.elf")
+	require.NoError(t, os.WriteFile(in, core, 0o644))
+	out := filepath.Join(dir, "out.elf")
+	res, err := Extract(out, []string{in}, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, res.Consumers)
+	assert.Equal(t, "vmcoreinfo", res.Consumers[0].Name)
+	// The header and the page of text the kernel allocates after it.
+	assert.Equal(t, []uint64{(0x100000 + noteAt) >> 12, (0x100000+noteAt)>>12 + 1}, res.Consumers[0].Pages)
+	assert.Equal(t, 2, res.Pages)
+
+	d, err := vmcore.OpenWith(vmcore.Options{ForceScan: true}, out)
+	require.NoError(t, err)
+	assert.Equal(t, "memory-scan at 0x128000", d.InfoSource())
+	assert.Equal(t, text, string(d.VMCOREINFO()))
+	d.Close()
+
+	// A scan that may not read that far keeps nothing.
+	res, err = Extract(out, []string{in}, Options{Force: true, Session: kdumpsyms.Options{Dump: vmcore.Options{ScanLimit: -1}}})
+	require.NoError(t, err)
+	assert.Empty(t, res.Consumers[0].Pages)
+	assert.Equal(t, 0, res.Pages)
 }

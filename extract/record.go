@@ -141,12 +141,10 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	rec.Reset()
 	var vmci Consumer
 	vmci.Name = "vmcoreinfo"
-	if src := d.InfoSource(); strings.HasPrefix(src, "memory-scan at ") || strings.HasPrefix(src, "s390-lowcore at ") {
-		if at, err := parseHex(src[strings.LastIndexByte(src, ' ')+1:]); err == nil {
-			sel.addPhys(at, at+uint64(12+12+len(d.VMCOREINFO())+8))
-			if strings.HasPrefix(src, "s390") {
-				sel.addPhys(0xe0c, 0xe14)
-			}
+	if at, ok := infoSourceAddr(d.InfoSource()); ok {
+		sel.addPhys(at, at+uint64(12+12+len(d.VMCOREINFO())+8))
+		if strings.HasPrefix(d.InfoSource(), "s390") {
+			sel.addPhys(0xe0c, 0xe14)
 		}
 	}
 	vmci.Pages = sel.snapshot()
@@ -176,7 +174,7 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	if k, err := sess.Kallsyms(); err == nil {
 		sel.keepTables(&k.Layout)
 	}
-	sel.keepNote()
+	sel.keepNote(opt.Dump.ScanLimit)
 	if err := stage("modules", func() error { _, err := sess.Modules(); return err }); err != nil {
 		return fail(err)
 	}
@@ -273,44 +271,89 @@ func (s *Selection) keepTables(l *kallsyms.Layout) {
 	slices.Sort(s.Consumers[ci].Pages)
 }
 
-// keepNote keeps the VMCOREINFO note in memory, found through the
-// kernel's vmcoreinfo_note (a pointer to the note since v4.15, the note
-// itself before), and adds its pages to the "vmcoreinfo" consumer: readers
-// that look for the note in memory (a dump whose container lost it, or
-// vmcore.Options.ForceScan) find it in the extract where they found it in
-// the original.
-func (s *Selection) keepNote() {
-	text := s.Session.Dump().VMCOREINFO()
-	sym, err := s.Session.Chain().LookupName("vmcoreinfo_note")
-	kmem, kerr := s.Session.Kernel()
-	arch := s.Session.Dump().Arch()
-	if len(text) == 0 || err != nil || kerr != nil || arch.ByteOrder == nil {
+// keepNote keeps the VMCOREINFO note in memory and adds its pages to the
+// "vmcoreinfo" consumer: readers that look for the note in memory (a dump
+// whose container lost it, or vmcore.Options.ForceScan) find it in the
+// extract where they found it in the original. The note is found through
+// the kernel's vmcoreinfo_note (a pointer to the note since v4.15, the
+// note itself before), else, without that symbol (a kernel without
+// CONFIG_KALLSYMS_ALL), where the dump's VMCOREINFO was found in memory,
+// else by the scan vmcore does (vmcore.Dump.FindVMCOREINFONote, bounded
+// by scanLimit as vmcore.Options.ScanLimit bounds it), whose reads before
+// the note are not kept.
+func (s *Selection) keepNote(scanLimit int64) {
+	d := s.Session.Dump()
+	text := d.VMCOREINFO()
+	arch := d.Arch()
+	if len(text) == 0 || arch.ByteOrder == nil {
 		return
 	}
 	const hdr = 12 + 12 // note header, "VMCOREINFO\0" padded to 4
+	// The whole buffer the kernel allocated (VMCOREINFO_NOTE_SIZE: the
+	// header, a page of text, an empty closing note), as
+	// /sys/kernel/vmcoreinfo gives it; at least the text. The page is the
+	// kernel's, not the dump's block (64 KiB in QEMU's arm64 kdump files).
+	body := make([]byte, max(len(text), d.PageSize())+12)
+	defer func() {
+		s.Consumers[0].Pages = append(s.Consumers[0].Pages, s.snapshot()...)
+		slices.Sort(s.Consumers[0].Pages)
+	}()
+	if at, ok := s.noteBySymbol(hdr); ok {
+		kmem, _ := s.Session.Kernel()
+		memory.ReadFull(kmem, body, at+hdr) // recorded; the pages are what matters
+		return
+	}
+	s.rec.Reset() // what was probed is not worth keeping
+	at, ok := infoSourceAddr(d.InfoSource())
+	if !ok {
+		at, ok = d.FindVMCOREINFONote(scanLimit)
+		s.rec.Reset() // nor the megabytes scanned before the note
+		if !ok {
+			return
+		}
+		if arch.Name == "s390x" || arch.Name == "s390" {
+			s.addPhys(0xe0c, 0xe14) // the lowcore's pointer, which found it
+		}
+	}
+	memory.ReadFull(d.Physical(), body[:hdr], at)
+	memory.ReadFull(d.Physical(), body, at+hdr)
+}
+
+// noteBySymbol returns the kernel virtual address of the VMCOREINFO note
+// through the kernel's vmcoreinfo_note, if kallsyms has that symbol.
+func (s *Selection) noteBySymbol(hdr int) (uint64, bool) {
+	sym, err := s.Session.Chain().LookupName("vmcoreinfo_note")
+	kmem, kerr := s.Session.Kernel()
+	arch := s.Session.Dump().Arch()
+	if err != nil || kerr != nil {
+		return 0, false
+	}
 	isNote := func(at uint64) bool {
-		var b [hdr]byte
-		if memory.ReadFull(kmem, b[:], at) != nil {
+		b := make([]byte, hdr)
+		if memory.ReadFull(kmem, b, at) != nil {
 			return false
 		}
 		return arch.ByteOrder.Uint32(b[0:]) == 11 && arch.ByteOrder.Uint32(b[8:]) == 0 && string(b[12:22]) == "VMCOREINFO"
 	}
-	at := sym.Addr
-	if !isNote(at) {
-		p, err := memory.Pointer(kmem, arch.ByteOrder, arch.PtrSize, at)
-		if err != nil || !isNote(p) {
-			s.rec.Reset() // what was probed is not worth keeping
-			return
-		}
-		at = p
+	if isNote(sym.Addr) {
+		return sym.Addr, true
 	}
-	// The whole buffer the kernel allocated (VMCOREINFO_NOTE_SIZE: the
-	// header, a page of text, an empty closing note), as
-	// /sys/kernel/vmcoreinfo gives it; at least the text.
-	body := make([]byte, max(len(text), int(uint64(1)<<s.PageShift))+12)
-	memory.ReadFull(kmem, body, at+hdr) // recorded; the pages are what matters
-	s.Consumers[0].Pages = append(s.Consumers[0].Pages, s.snapshot()...)
-	slices.Sort(s.Consumers[0].Pages)
+	p, err := memory.Pointer(kmem, arch.ByteOrder, arch.PtrSize, sym.Addr)
+	if err != nil || !isNote(p) {
+		return 0, false
+	}
+	return p, true
+}
+
+// infoSourceAddr returns the physical address of the note a dump's
+// VMCOREINFO was found at in memory (vmcore.Dump.InfoSource "memory-scan
+// at 0x…" or "s390-lowcore at 0x…").
+func infoSourceAddr(src string) (uint64, bool) {
+	if !strings.HasPrefix(src, "memory-scan at ") && !strings.HasPrefix(src, "s390-lowcore at ") {
+		return 0, false
+	}
+	at, err := parseHex(src[strings.LastIndexByte(src, ' ')+1:])
+	return at, err == nil
 }
 
 // trimScan drops from the "kallsyms" consumer the pages of the kernel image

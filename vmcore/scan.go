@@ -31,25 +31,46 @@ const (
 // findInMemory looks for the VMCOREINFO note in physical memory when the
 // container did not carry it.
 func (d *Dump) findInMemory(a Arch, opt Options) {
+	if at, text, src, ok := d.noteInMemory(a, opt.ScanLimit); ok {
+		d.raw, d.infoSource = text, fmt.Sprintf("%s at %#x", src, at)
+	}
+}
+
+// FindVMCOREINFONote finds the VMCOREINFO note in the dump's physical
+// memory the way Open does for a dump whose container carries none (and
+// OpenWith with Options.ForceScan): on s390 through the lowcore's pointer
+// to it, else by scanning the saved ranges in ascending order for the
+// first note whose text parses, reading at most limit bytes (0 means
+// DefaultScanLimit; a negative limit disables the scan). It returns the
+// note's physical address, where its 12-byte header starts. Its reads go
+// through Physical, so an Options.WrapPhysical recorder sees them.
+// kdump-syms extract uses it to keep the note of a dump whose container
+// carries VMCOREINFO, so that a scan of the extract finds it too.
+func (d *Dump) FindVMCOREINFONote(limit int64) (addr uint64, ok bool) {
+	addr, _, _, ok = d.noteInMemory(d.arch, limit)
+	return addr, ok
+}
+
+// noteInMemory is FindVMCOREINFONote for architecture a, with the note's
+// text and how it was found: "s390-lowcore" or "memory-scan".
+func (d *Dump) noteInMemory(a Arch, scanLimit int64) (at uint64, text []byte, source string, ok bool) {
 	phys := d.phys
 	if a.Name == "s390x" || a.Name == "s390" {
 		if at, err := memory.Uint64(phys, binary.BigEndian, s390LowcoreVmcoreInfo); err == nil && at != 0 {
 			if text, ok := noteAt(phys, at, binary.BigEndian); ok {
-				d.raw, d.infoSource = text, fmt.Sprintf("s390-lowcore at %#x", at)
-				return
+				return at, text, "s390-lowcore", true
 			}
 		}
 	}
-	if opt.ScanLimit < 0 {
-		return
+	if scanLimit < 0 {
+		return 0, nil, "", false
 	}
-	limit := opt.ScanLimit
+	limit := scanLimit
 	if limit == 0 {
 		limit = DefaultScanLimit
 	}
-	if at, text, ok := scanForNote(phys, d.be.ranges, a, uint64(limit)); ok {
-		d.raw, d.infoSource = text, fmt.Sprintf("memory-scan at %#x", at)
-	}
+	at, text, ok = scanForNote(phys, d.be.ranges, a, uint64(limit))
+	return at, text, "memory-scan", ok
 }
 
 // scanForNote reads the saved ranges in ascending order, in scanChunk

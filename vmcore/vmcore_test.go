@@ -281,6 +281,12 @@ func TestForceScan(t *testing.T) {
 	d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "elf-note", d.InfoSource())
+	// The note in memory, found as a forced scan finds it.
+	at, ok := d.FindVMCOREINFONote(0)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(0x8000), at)
+	_, ok = d.FindVMCOREINFONote(-1)
+	assert.False(t, ok, "scan disabled")
 	d.Close()
 	d, err = OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{ForceScan: true})
 	require.NoError(t, err)
