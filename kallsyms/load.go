@@ -460,11 +460,15 @@ func expandEstimate(total, done, out int) int {
 // and for the section ends sizes are derived from, at about a nanosecond a
 // symbol: a mask by first byte and length decides whether to look closer.
 type filter struct {
-	mask  [256]uint64
-	want  map[string]uint64 // VMCOREINFO address; 0 for the ends
-	seen  map[string]bool   // seen at the VMCOREINFO address
-	other map[string]uint64 // seen elsewhere
-	ends  map[string]uint64
+	// mask and lastMask are Bloom-like prefilters on (first byte, length)
+	// and (last byte, length): almost every kernel name fails one of them,
+	// so the map is consulted for a handful of names only.
+	mask     [256]uint64
+	lastMask [256]uint64
+	want     map[string]uint64 // VMCOREINFO address; 0 for the ends
+	seen     map[string]bool   // seen at the VMCOREINFO address
+	other    map[string]uint64 // seen elsewhere
+	ends     map[string]uint64
 }
 
 var endNames = []string{"_end", "_etext", "_einittext"}
@@ -476,6 +480,7 @@ func newFilter(info *vmcoreinfo.Info) *filter {
 			return
 		}
 		f.mask[name[0]] |= 1 << (len(name) & 63)
+		f.lastMask[name[len(name)-1]] |= 1 << (len(name) & 63)
 		if _, ok := f.want[name]; !ok {
 			f.want[name] = v
 		}
@@ -491,7 +496,7 @@ func newFilter(info *vmcoreinfo.Info) *filter {
 }
 
 func (f *filter) check(name []byte, a uint64) {
-	if len(name) == 0 || f.mask[name[0]]>>(len(name)&63)&1 == 0 {
+	if len(name) == 0 || f.mask[name[0]]>>(len(name)&63)&1 == 0 || f.lastMask[name[len(name)-1]]>>(len(name)&63)&1 == 0 {
 		return
 	}
 	v, ok := f.want[string(name)]
