@@ -3,6 +3,7 @@ package kallsyms
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -227,4 +228,22 @@ func TestErrors(t *testing.T) {
 		_, err := Load(m, s.info, Options{})
 		require.ErrorIs(t, err, memory.ErrNotSaved)
 	})
+}
+
+// A scan of a small image allocates for the image, not a full 4 MiB read
+// chunk: fuzzing and callers with a narrow ImageStart/ImageEnd scan many
+// small windows.
+func TestScanSmallWindowAllocs(t *testing.T) {
+	g := gens[5]
+	s := buildGap(g, makeSyms(g, 300), 0x2000)
+	opt := optsFor(g)
+	opt.ImageEnd = s.mem.base + uint64(len(s.mem.data))
+	opt.Lazy = true
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := Load(s.mem, s.infoBare, opt)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Equal(t, "scan", res.Layout.Source)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated by a scan of a %d-byte image", len(s.mem.data))
 }

@@ -51,9 +51,12 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 		}
 	}
 	var errs []error
-	chunk := make([]byte, readChunk+len(digitRun))
+	// A window smaller than readChunk gets a buffer its size: scans of a
+	// small image (or a caller's narrow ImageStart/ImageEnd) should not
+	// allocate 4 MiB each.
+	chunk := make([]byte, min(uint64(readChunk+len(digitRun)), end-start))
 	for a := start; a < end; {
-		size := min(uint64(readChunk+len(digitRun)), end-a)
+		size := min(uint64(len(chunk)), end-a)
 		n, _ := t0read(r, chunk[:size], a)
 		buf := chunk[:n]
 		for off := 0; ; {

@@ -217,8 +217,14 @@ func (g gen) textBase() uint64 {
 	return 0xffffffff81000000
 }
 
-// build lays out the tables of syms for generation g in a memory map.
-func build(g gen, syms []sym) *synth {
+// build lays out the tables of syms for generation g in a memory map,
+// 2 MiB after the start of text as in a real image.
+func build(g gen, syms []sym) *synth { return buildGap(g, syms, 0x200000) }
+
+// buildGap is build with the tables gap bytes after the start of text
+// (at least 0x2000, for the banner): the gap is mapped zeros a scan has to
+// cross.
+func buildGap(g gen, syms []sym, gap uint64) *synth {
 	s := &synth{g: g, syms: syms, labels: map[string]uint64{}}
 	n := len(syms)
 	s.tokTab, s.tokIdx, _ = tokenize(syms)
@@ -258,7 +264,7 @@ func build(g gen, syms []sym) *synth {
 		seqs = append(seqs, byte(p>>16), byte(p>>8), byte(p))
 	}
 	text := g.textBase()
-	rodata := text + 0x200000
+	rodata := text + gap
 	var img []byte
 	put := func(label string, b []byte) uint64 {
 		for len(img)%g.algn != 0 {
