@@ -1,35 +1,66 @@
 package modsyms
 
 import (
-	"encoding/binary"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-// FuzzWalk feeds random bytes to the walk as kernel memory: a 64 KiB
-// window holding the list head, struct modules, mod_kallsyms and tables,
-// read with the fixed synthetic layout64. Pointers in the data may lead
-// anywhere; the walk must end with a result or an error, never panic or
-// hang, and a result must be fully iterable.
+// fuzzBase is where FuzzWalk maps its window; the list head is its first
+// 16 bytes.
+const fuzzBase = 0xffffffffc0000000
+
+// fuzzWindow caps FuzzWalk's window, and fuzzMaxEdits its edits; bytes
+// past a cap are ignored, so the minimizer cuts them first.
+const (
+	fuzzWindow   = 4 << 10
+	fuzzMaxEdits = 128
+)
+
+// FuzzWalk feeds hostile kernel memory to the walk: a window of up to
+// 4 KiB holding the list head, struct modules, mod_kallsyms and tables,
+// read with the fixed synthetic layout64. The input edits a well-formed
+// two-module window (testutil.FuzzPatch), or with raw is the window: edits
+// keep inputs to a few bytes, so mutations land in a working list and the
+// fuzzer minimizes each new input in moments. Pointers may lead anywhere;
+// the walk must end with a result or an error, never panic or hang, and a
+// result must be fully iterable.
 func FuzzWalk(f *testing.F) {
-	// Seed: a well-formed two-module kernel from the test builder, rebased
-	// into the window.
+	// The world: a two-module kernel from the test builder, packed into
+	// the window with a 16-byte allocation granule.
 	b := newKBuilder(f, layout64)
+	b.head, b.next, b.gran = fuzzBase, fuzzBase+16, 16
+	b.mem.Write(b.head, u64s(b.head, b.head))
 	b.add(kmod{name: "a", textSize: 16, syms: []ksym{{name: "a1", value: 0x1000, size: 4, typ: 't', export: true}}})
 	b.add(kmod{name: "b", syms: []ksym{{name: "b1", value: 0x2000, typ: 'd'}}})
-	f.Add(seedWindow(b))
-	f.Add(make([]byte, 512))
+	if b.next > fuzzBase+fuzzWindow {
+		f.Fatalf("world of %d bytes exceeds the window", b.next-fuzzBase)
+	}
+	world := make([]byte, b.next-fuzzBase)
+	if _, err := b.mem.ReadAt(world, fuzzBase); err != nil {
+		f.Fatal(err)
+	}
+	// The world must walk cleanly, or the fuzzer starts from nothing.
+	if set, err := Load(b.mem, b.syms(), Options{Layout: b.lay}); err != nil || len(set.Modules()) != 2 {
+		f.Fatalf("world: %v", err)
+	}
+	f.Add(false, []byte(nil))
+	// A wild list.next in module a (at +16, list at +8): the walk breaks
+	// and recovers b from the head's prev.
+	f.Add(false, []byte{0, 0, 0, 24, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Add(true, world)
+	f.Add(true, make([]byte, 512))
 	lay := b.lay
-	f.Fuzz(func(t *testing.T, data []byte) {
-		const base = 0xffffffffc0000000
-		m := newFakeMem()
-		if len(data) > 1<<16 {
-			data = data[:1<<16]
+	syms := func(n string) (uint64, bool) { return fuzzBase, n == "modules" }
+	f.Fuzz(func(t *testing.T, raw bool, data []byte) {
+		mem := data[:min(len(data), fuzzWindow)]
+		if !raw {
+			mem = testutil.FuzzPatch(world, data[:min(len(data), fuzzMaxEdits)])
 		}
-		m.Write(base, data)
-		head := uint64(base + 4096 - 16) // where seedWindow puts it
-		set, err := Load(m, func(n string) (uint64, bool) { return head, n == "modules" }, Options{Layout: lay})
+		m := newFakeMem()
+		m.Write(fuzzBase, mem)
+		set, err := Load(m, syms, Options{Layout: lay})
 		if set == nil {
 			if err == nil {
 				t.Fatal("nil set without an error")
@@ -40,30 +71,6 @@ func FuzzWalk(f *testing.F) {
 			t.Fatal("too many modules")
 		}
 		_ = set.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { return true })
-		_ = set.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: base + 0x100}, func(symfinder.Symbol) bool { return true })
+		_ = set.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: fuzzBase + 0x100}, func(symfinder.Symbol) bool { return true })
 	})
-}
-
-// seedWindow packs the builder's pages into one window at
-// 0xffffffffc0000000 whose first 16 bytes are the list head: pages are
-// laid out in address order, the head page first.
-func seedWindow(b *kbuilder) []byte {
-	// The builder's head lives elsewhere; copy the module pages and make
-	// the window's first bytes a head pointing at the first module.
-	const base = 0xffffffffc0000000
-	out := make([]byte, 0, 1<<16)
-	for pg := uint64(base); pg < base+1<<16; pg += 4096 {
-		p := b.mem.Pages[pg]
-		if p == nil {
-			p = make([]byte, 4096)
-		}
-		out = append(out, p...)
-	}
-	// The first page is module a's struct module (the builder allocates it
-	// first); put the head at its unused tail and link it in.
-	headOff := uint64(4096 - 16)
-	first := uint64(base + 8)
-	binary.LittleEndian.PutUint64(out[headOff:], first)
-	binary.LittleEndian.PutUint64(out[headOff+8:], first)
-	return out
 }

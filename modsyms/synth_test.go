@@ -28,6 +28,9 @@ type kbuilder struct {
 	mem  *fakeMem
 	lay  *btflayout.Table
 	next uint64 // bump allocator
+	// gran is the allocation granule: 0 for pages, as module memory is;
+	// FuzzWalk packs its seed with a small one.
+	gran uint64
 	head uint64
 	mods []uint64 // struct module addresses in list order
 }
@@ -65,10 +68,14 @@ func u64s(v ...uint64) []byte {
 }
 
 func (b *kbuilder) alloc(n uint64) uint64 {
+	g := b.gran
+	if g == 0 {
+		g = 4096
+	}
 	a := b.next
-	b.next += (n + 4095) &^ 4095
+	b.next += (n + g - 1) &^ (g - 1)
 	if n == 0 {
-		b.next += 4096
+		b.next += g
 	}
 	return a
 }
@@ -157,7 +164,11 @@ func (b *kbuilder) add(m kmod) uint64 {
 	sort.Slice(ex, func(i, j int) bool { return ex[i].name < ex[j].name })
 	if len(ex) > 0 {
 		ksyms := b.alloc(uint64(12 * len(ex)))
-		kstr := b.alloc(4096)
+		nameBytes := 0
+		for _, s := range ex {
+			nameBytes += len(s.name) + 1
+		}
+		kstr := b.alloc(uint64(nameBytes))
 		var sb []byte
 		kt := make([]byte, 12*len(ex))
 		for i, s := range ex {
