@@ -6,8 +6,18 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-// fuzzWindow is the size of the memory FuzzWalk maps at synthBase.
-const fuzzWindow = 8 << 12
+// fuzzWindow caps the memory FuzzWalk maps at synthBase. It is small on
+// purpose: inputs stay small, and the fuzzer minimizes every new input by
+// trying cuts per byte, up to -fuzzminimizetime each.
+const fuzzWindow = 4 << 10
+
+// fuzzMaxEntries is FuzzWalk's node budget: a 4 KiB window holds at most
+// 256 list nodes, so a smaller budget is still reached.
+const fuzzMaxEntries = 1 << 7
+
+// fuzzPage is FuzzWalk's PAGE_SIZE (Options.PageSize): a pre-v5.7 seed
+// program's bpf_binary_header takes a page, which must fit in the window.
+const fuzzPage = 256
 
 // fuzzSeed builds a well-formed kernel whose list heads sit at fixed
 // places at the start of the window: bpf_kallsyms at +0,
@@ -15,6 +25,7 @@ const fuzzWindow = 8 << 12
 // caches at +48 and +80.
 func fuzzSeed(old bool) []byte {
 	b := newKBuilder()
+	b.page = fuzzPage
 	b.head("bpf_kallsyms")
 	tl := b.head("ftrace_ops_trampoline_list")
 	b.head("ftrace_mod_maps")
@@ -38,53 +49,62 @@ func fuzzSeed(old bool) []byte {
 	b.mem.PutU64(o, synthBase+0x9000)
 	b.mem.PutU64(o+8, 0x40)
 	b.link(tl, o+16)
-	out := make([]byte, 0, fuzzWindow)
-	for pg := uint64(synthBase); pg < synthBase+fuzzWindow; pg += 4096 {
-		p := b.mem.Pages[pg]
-		if p == nil {
-			p = make([]byte, 4096)
-		}
-		out = append(out, p...)
+	// The builder packs its allocations from synthBase: the seed is what
+	// it used, no more.
+	if b.next > synthBase+fuzzWindow {
+		panic("fuzz seed exceeds the window")
 	}
-	if old {
-		out[fuzzWindow-1] = 1 // selects oldLayout
+	out := make([]byte, b.next-synthBase)
+	if _, err := b.mem.ReadAt(out, synthBase); err != nil {
+		panic(err)
 	}
 	return out
 }
 
-// FuzzWalk feeds random bytes to every loader as kernel memory: a 32 KiB
-// window holding the list heads and whatever they point to, read with the
-// synthetic layouts (the last byte's low bit picks the pre-v5.7 one).
-// Pointers may lead anywhere; each loader must end with a set or an error,
-// never panic or hang, and a set must be fully iterable.
+// FuzzWalk feeds random bytes to every loader as kernel memory: a window of
+// up to 4 KiB holding the list heads and whatever they point to, read with
+// the synthetic layouts (old picks the pre-v5.7 one). Pointers may lead
+// anywhere; each loader must end with a set or an error, never panic or
+// hang, and a set must be fully iterable.
 func FuzzWalk(f *testing.F) {
-	f.Add(fuzzSeed(false))
-	f.Add(fuzzSeed(true))
-	f.Add(make([]byte, 128))
+	f.Add(false, fuzzSeed(false))
+	f.Add(true, fuzzSeed(true))
+	f.Add(false, make([]byte, 128))
 	heads := map[string]uint64{
 		"bpf_kallsyms": synthBase, "ftrace_ops_trampoline_list": synthBase + 16, "ftrace_mod_maps": synthBase + 32,
 		"kprobe_insn_slots": synthBase + 48, "kprobe_optinsn_slots": synthBase + 80,
 	}
 	syms := func(n string) (uint64, bool) { a, ok := heads[n]; return a, ok }
-	f.Fuzz(func(t *testing.T, data []byte) {
+	loaders := []func(*fakeMem, Options) (*Set, error){
+		func(m *fakeMem, opt Options) (*Set, error) { return LoadBPF(m, syms, opt) },
+		func(m *fakeMem, opt Options) (*Set, error) { return LoadFtrace(m, syms, opt) },
+		func(m *fakeMem, opt Options) (*Set, error) { return LoadKprobes(m, syms, opt) },
+	}
+	// The well-formed seeds must load cleanly, or the fuzzer starts from
+	// nothing.
+	for _, old := range []bool{false, true} {
+		m := newFakeMem()
+		m.Write(synthBase, fuzzSeed(old))
+		opt := Options{Layout: map[bool]fakeLayout{false: synthLayout, true: oldLayout}[old], PageSize: fuzzPage, maxEntries: fuzzMaxEntries}
+		for i, load := range loaders {
+			if s, err := load(m, opt); err != nil || s.Len() == 0 {
+				f.Fatalf("seed (old %v), loader %d: %v", old, i, err)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, old bool, data []byte) {
 		if len(data) > fuzzWindow {
 			data = data[:fuzzWindow]
 		}
 		m := newFakeMem()
 		m.Write(synthBase, data)
 		lay := synthLayout
-		if len(data) > 0 && data[len(data)-1]&1 != 0 {
+		if old {
 			lay = oldLayout
 		}
-		// A 32 KiB window holds at most 4096 list nodes; a smaller budget
-		// keeps each run short while still hitting the cap.
-		opt := Options{Layout: lay, maxEntries: 1 << 10}
-		for _, load := range []func(*fakeMem) (*Set, error){
-			func(m *fakeMem) (*Set, error) { return LoadBPF(m, syms, opt) },
-			func(m *fakeMem) (*Set, error) { return LoadFtrace(m, syms, opt) },
-			func(m *fakeMem) (*Set, error) { return LoadKprobes(m, syms, opt) },
-		} {
-			s, err := load(m)
+		opt := Options{Layout: lay, PageSize: fuzzPage, maxEntries: fuzzMaxEntries}
+		for _, load := range loaders {
+			s, err := load(m, opt)
 			if s == nil {
 				if err == nil {
 					t.Fatal("nil set without an error")
@@ -102,7 +122,7 @@ func FuzzWalk(f *testing.F) {
 				n++
 				return true
 			})
-			if n > 2<<10 {
+			if n > 2*fuzzMaxEntries {
 				t.Fatalf("%d symbols", n)
 			}
 			_ = s.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: synthBase + 0x8010}, func(symfinder.Symbol) bool { return true })

@@ -86,6 +86,9 @@ type kbuilder struct {
 	mem  *fakeMem
 	next uint64
 	syms map[string]uint64
+	// page is the PAGE_SIZE oldProg lays a bpf_binary_header out in; 0
+	// means 4096. FuzzWalk uses a small one to keep its seed small.
+	page uint64
 }
 
 const synthBase = 0xffffffffc0000000
@@ -286,8 +289,12 @@ func (b *kbuilder) oldProg(tag uint64, name string, pages uint32, off uint64, fu
 	if !ok {
 		h = b.head("bpf_kallsyms")
 	}
-	b.next = (b.next + 4095) &^ 4095
-	hdr := b.alloc(uint64(pages) * 4096)
+	page := b.page
+	if page == 0 {
+		page = 4096
+	}
+	b.next = (b.next + page - 1) &^ (page - 1)
+	hdr := b.alloc(uint64(pages) * page)
 	b.mem.PutU32(hdr, pages)
 	prog := b.alloc(16)
 	var tb [8]byte
