@@ -25,7 +25,7 @@ const fuzzRaw = 0x80
 // cap are ignored, so the minimizer cuts them first.
 const (
 	fuzzMaxEdits = 128
-	fuzzMaxRaw   = 2 << 10
+	fuzzMaxRaw   = 512
 )
 
 // FuzzDecode feeds hostile tables to the decoder: they replace the region

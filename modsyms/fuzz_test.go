@@ -11,21 +11,23 @@ import (
 // 16 bytes.
 const fuzzBase = 0xffffffffc0000000
 
-// fuzzWindow caps FuzzWalk's window, and fuzzMaxEdits its edits; bytes
-// past a cap are ignored, so the minimizer cuts them first.
+// fuzzWindow bounds FuzzWalk's world; fuzzMaxEdits and fuzzMaxRaw cap its
+// input in edits and in raw memory. Bytes past a cap are ignored, so the
+// minimizer cuts them first.
 const (
 	fuzzWindow   = 4 << 10
 	fuzzMaxEdits = 128
+	fuzzMaxRaw   = 1 << 10
 )
 
 // FuzzWalk feeds hostile kernel memory to the walk: a window of up to
 // 4 KiB holding the list head, struct modules, mod_kallsyms and tables,
 // read with the fixed synthetic layout64. The input edits a well-formed
-// two-module window (testutil.FuzzPatch), or with raw is the window: edits
-// keep inputs to a few bytes, so mutations land in a working list and the
-// fuzzer minimizes each new input in moments. Pointers may lead anywhere;
-// the walk must end with a result or an error, never panic or hang, and a
-// result must be fully iterable.
+// two-module window (testutil.FuzzPatch), or with raw is the window (up to
+// 1 KiB): edits keep inputs to a few bytes, so mutations land in a working
+// list and the fuzzer minimizes each new input in moments. Pointers may
+// lead anywhere; the walk must end with a result or an error, never panic
+// or hang, and a result must be fully iterable.
 func FuzzWalk(f *testing.F) {
 	// The world: a two-module kernel from the test builder, packed into
 	// the window with a 16-byte allocation granule.
@@ -49,12 +51,13 @@ func FuzzWalk(f *testing.F) {
 	// A wild list.next in module a (at +16, list at +8): the walk breaks
 	// and recovers b from the head's prev.
 	f.Add(false, []byte{0, 0, 0, 24, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	f.Add(true, world)
-	f.Add(true, make([]byte, 512))
+	// Raw seeds stay small: a raw input is minimized byte by byte.
+	f.Add(true, world[:256])
+	f.Add(true, make([]byte, 64))
 	lay := b.lay
 	syms := func(n string) (uint64, bool) { return fuzzBase, n == "modules" }
 	f.Fuzz(func(t *testing.T, raw bool, data []byte) {
-		mem := data[:min(len(data), fuzzWindow)]
+		mem := data[:min(len(data), fuzzMaxRaw)]
 		if !raw {
 			mem = testutil.FuzzPatch(world, data[:min(len(data), fuzzMaxEdits)])
 		}
