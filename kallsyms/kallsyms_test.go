@@ -1,6 +1,7 @@
 package kallsyms
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -246,4 +247,50 @@ func TestScanSmallWindowAllocs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "scan", res.Layout.Source)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated by a scan of a %d-byte image", len(s.mem.data))
+}
+
+// countingMem counts the bytes read through it.
+type countingMem struct {
+	memory.Reader
+	n uint64
+}
+
+func (m *countingMem) ReadAt(p []byte, addr uint64) (int, error) {
+	n, err := m.Reader.ReadAt(p, addr)
+	m.n += uint64(n)
+	return n, err
+}
+
+// An image full of decoys makes a scan give up, not read for hours: every
+// digit run costs a 12 KiB read and every token table that validates a
+// read back of up to 13 MiB per layout, so 1 MiB of repeated token tables
+// read over a GiB and 64 MiB of them petabytes; the candidate errors alone
+// ran to tens of MiB.
+func TestScanGivesUpOnDecoys(t *testing.T) {
+	g := gens[5]
+	s := buildGap(g, makeSyms(g, 300), 0x2000)
+	tt := s.labels["kallsyms_token_table"] - s.mem.base
+	ti := s.labels["kallsyms_token_index"] - s.mem.base
+	tables := append([]byte(nil), s.mem.data[tt:ti+tokenIndexSize]...)
+	for len(tables)%8 != 0 {
+		tables = append(tables, 0)
+	}
+	for _, c := range []struct {
+		name  string
+		block []byte
+		size  int
+	}{
+		{"digit runs", append([]byte("ab\x00"), digitRun...), 4 << 20},
+		{"token tables", tables, 1 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := &countingMem{Reader: &memMap{base: s.mem.base, data: bytes.Repeat(c.block, c.size/len(c.block))}}
+			_, err := Load(m, s.infoBare, optsFor(g))
+			require.ErrorIs(t, err, ErrNotFound)
+			msg := err.Error()
+			assert.True(t, strings.Contains(msg, "gave up"), "%.500s", msg)
+			assert.Less(t, len(msg), 16<<10, "error length")
+			assert.Less(t, m.n, uint64(64<<20), "bytes read")
+		})
+	}
 }

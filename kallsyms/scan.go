@@ -22,6 +22,19 @@ const tokenBackWindow = 4096
 // in all) and token_index after it.
 const tokenFwdWindow = 8192
 
+// Bounds on a scan's work. A digit run costs at most tokenBackWindow +
+// tokenFwdWindow bytes read; a token table that validates with its
+// token_index costs a read back of up to ~13 MiB per label alignment and
+// marker size. Real images hold one token table and a digit run or two
+// elsewhere (formats.md §7.2); an image filled with decoys (hostile, or
+// garbage that repeats one) would otherwise take hours and build an error
+// of hundreds of MiB.
+const (
+	maxScanHits   = 1024 // digit runs examined
+	maxScanTables = 8    // of which token tables that validate
+	maxScanErrs   = 8    // candidate errors kept in the ErrNotFound
+)
+
 // minScanMarkers is the fewest markers a scan accepts: a kernel with
 // kallsyms has tens of thousands of symbols (30k–250k observed), and a
 // single zero word, which is all one marker is, occurs everywhere.
@@ -51,6 +64,7 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 		}
 	}
 	var errs []error
+	hits, tables := 0, 0
 	// A window smaller than readChunk gets a buffer its size: scans of a
 	// small image (or a caller's narrow ImageStart/ImageEnd) should not
 	// allocate 4 MiB each.
@@ -71,11 +85,20 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 			if k := off - 1 + len(digitRun); k+1 < len(buf) && buf[k] == ':' && buf[k+1] == 0 {
 				continue
 			}
-			l, err := tryHit(r, c, start, hit)
+			if hits >= maxScanHits || tables >= maxScanTables {
+				return nil, scanErr(start, end, hits, errs, fmt.Sprintf("; gave up at %#x after %d candidate token tables, %d valid", hit, hits, tables))
+			}
+			hits++
+			l, deep, err := tryHit(r, c, start, hit)
 			if err == nil {
 				return l, nil
 			}
-			errs = append(errs, fmt.Errorf("candidate token table near %#x: %w", hit, err))
+			if deep {
+				tables++
+			}
+			if len(errs) < maxScanErrs {
+				errs = append(errs, fmt.Errorf("candidate token table near %#x: %w", hit, err))
+			}
 		}
 		if n < int(size) {
 			// Skip the page that faulted.
@@ -87,21 +110,31 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 		}
 		a += size - uint64(len(digitRun)) + 1
 	}
-	if len(errs) == 0 {
-		return nil, fmt.Errorf("%w in [%#x, %#x)", ErrNotFound, start, end)
-	}
-	return nil, fmt.Errorf("%w in [%#x, %#x): %w", ErrNotFound, start, end, errors.Join(errs...))
+	return nil, scanErr(start, end, hits, errs, "")
 }
 
-// tryHit checks one digit run: token table and index, then the rest.
-func tryHit(r memory.Reader, c config, imgStart, hit uint64) (*located, error) {
+// scanErr is the ErrNotFound of a scan of [start, end) that examined hits
+// candidates and kept errs of their errors.
+func scanErr(start, end uint64, hits int, errs []error, why string) error {
+	if len(errs) == 0 {
+		return fmt.Errorf("%w in [%#x, %#x)%s", ErrNotFound, start, end, why)
+	}
+	if more := hits - len(errs); more > 0 {
+		errs = append(errs, fmt.Errorf("and %d more candidates", more))
+	}
+	return fmt.Errorf("%w in [%#x, %#x)%s: %w", ErrNotFound, start, end, why, errors.Join(errs...))
+}
+
+// tryHit checks one digit run: token table and index, then the rest. deep
+// reports that the token table and token_index validated.
+func tryHit(r memory.Reader, c config, imgStart, hit uint64) (l *located, deep bool, err error) {
 	tt, ti, bo, err := findTokenIndex(r, c, imgStart, hit)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	tok, bo, ttSize, err := readTokens(r, bo, tt, ti)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c.bo = bo
 	var errs []error
@@ -129,13 +162,13 @@ func tryHit(r memory.Reader, c config, imgStart, hit uint64) (*located, error) {
 				continue
 			}
 			l.chosen = true
-			return l, nil
+			return l, true, nil
 		}
 	}
 	if len(errs) == 0 {
-		return nil, corrupt(tt, 0, "token table not aligned as a label")
+		return nil, true, corrupt(tt, 0, "token table not aligned as a label")
 	}
-	return nil, errors.Join(errs...)
+	return nil, true, errors.Join(errs...)
 }
 
 // findTokenIndex finds the start of token_table and token_index from the
