@@ -370,17 +370,20 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		w = t.lay.PtrSize
 	}
 	var addrWin []byte
+	var addrs []uint64
 	addrBase := 0
 	for i := range t.n {
 		if i%(256*windowBlocks) == 0 {
 			cnt := min(256*windowBlocks, t.n-i)
 			if addrWin == nil {
 				addrWin = make([]byte, w*cnt)
+				addrs = make([]uint64, cnt)
 			}
 			at := t.tableVA + uint64(w*i)
 			if err := memory.ReadFull(t.r, addrWin[:w*cnt], at); err != nil {
 				return nil, fmt.Errorf("kallsyms: address table at %#x: %w", at, err)
 			}
+			decodeWindow(addrs[:cnt], t.enc, addrWin, i, t.bo, t.lay.PtrSize, t.base, t.tableVA)
 			addrBase = i
 		}
 		if i&255 == 0 {
@@ -420,7 +423,7 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		if l := len(dst) - o; l == 0 || l > maxExpanded {
 			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(l), "names entry %d expands to %d bytes", i, l)
 		}
-		a := decodeAddr(t.enc, addrWin[w*(i-addrBase):], i, t.bo, t.lay.PtrSize, t.base, t.tableVA) & t.mask
+		a := addrs[i-addrBase] & t.mask
 		if a < prev {
 			return nil, corrupt(t.lay.Addresses.Addr, uint64(i), "symbol %d is below the one before it", i)
 		}

@@ -180,6 +180,40 @@ func decodeAddr(enc Encoding, raw []byte, i int, bo binary.ByteOrder, ptr int, b
 	return 0
 }
 
+// decodeWindow decodes len(out) consecutive address-table entries from raw,
+// the first being entry first, as decodeAddr would one by one. The common
+// little-endian 32-bit encodings run in a loop of their own, without an
+// interface call per entry.
+func decodeWindow(out []uint64, enc Encoding, raw []byte, first int, bo binary.ByteOrder, ptr int, base, tableVA uint64) {
+	if bo == binary.ByteOrder(binary.LittleEndian) && enc != Absolute {
+		raw = raw[:4*len(out)]
+		switch enc {
+		case BaseRelative:
+			for j := range out {
+				out[j] = base + uint64(binary.LittleEndian.Uint32(raw[4*j:]))
+			}
+			return
+		case AbsolutePercpu:
+			for j := range out {
+				v := binary.LittleEndian.Uint32(raw[4*j:])
+				if int32(v) >= 0 {
+					out[j] = uint64(v)
+				} else {
+					out[j] = base - 1 - uint64(int64(int32(v)))
+				}
+			}
+			return
+		}
+	}
+	w := 4
+	if enc == Absolute {
+		w = ptr
+	}
+	for j := range out {
+		out[j] = decodeAddr(enc, raw[w*j:], first+j, bo, ptr, base, tableVA)
+	}
+}
+
 // addrChunk is how much of the address table is read at a time: a lookup
 // reads the few chunks its search touches, not the whole table (650 KiB
 // on a 6.12 kernel).
