@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -139,7 +138,7 @@ func (s *Selection) write(out, input string, opt Options) (*Result, error) {
 			segs := runs(keep, s.PageShift)
 			e := &ELF{
 				ByteOrder: d.Arch().ByteOrder,
-				Machine:   elfMachine(d.Arch().Name),
+				Machine:   d.Arch().ELFMachine(),
 				Notes:     kd.Notes(),
 				Segments:  segs,
 				Mem:       kd,
@@ -306,33 +305,6 @@ func elfSegments(in []elfcore.Segment, pages []uint64, shift uint) []ELFSegment 
 		}
 	}
 	return out
-}
-
-// elfMachine maps vmcore's architecture names to e_machine.
-func elfMachine(arch string) elf.Machine {
-	switch arch {
-	case "x86_64":
-		return elf.EM_X86_64
-	case "i386":
-		return elf.EM_386
-	case "arm64":
-		return elf.EM_AARCH64
-	case "arm":
-		return elf.EM_ARM
-	case "s390x", "s390":
-		return elf.EM_S390
-	case "ppc64", "ppc64le":
-		return elf.EM_PPC64
-	case "ppc":
-		return elf.EM_PPC
-	case "riscv64", "riscv32":
-		return elf.EM_RISCV
-	case "mips", "mips64":
-		return elf.EM_MIPS
-	case "loongarch64":
-		return elf.EM_LOONGARCH
-	}
-	return elf.EM_NONE
 }
 
 // writeFiles creates a temporary file beside each final name, lets emit

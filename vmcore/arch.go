@@ -146,4 +146,28 @@ func resolveArch(c Arch, info *vmcoreinfo.Info) (Arch, error) {
 
 func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }
 
+// ELFMachine returns the ELF e_machine of the architecture, for writers of
+// ELF cores; elf.EM_NONE when the name is unknown. It inverts every name
+// Arch can hold: the table's, s390 and riscv32, and the lower-cased
+// "EM_" names given to other machines.
+func (a Arch) ELFMachine() elf.Machine {
+	if ai, ok := archInfo[a.Name]; ok {
+		return ai.machine
+	}
+	switch a.Name {
+	case "s390":
+		return elf.EM_S390
+	case "riscv32":
+		return elf.EM_RISCV
+	case "":
+		return elf.EM_NONE
+	}
+	for m := elf.Machine(1); m < 1024; m++ {
+		if s := m.String(); strings.HasPrefix(s, "EM_") && strings.ToLower(s[3:]) == a.Name {
+			return m
+		}
+	}
+	return elf.EM_NONE
+}
+
 func defaultPageSize(name string) int { return archInfo[name].page }

@@ -389,3 +389,16 @@ func TestWrapPhysical(t *testing.T) {
 	defer d2.Close()
 	assert.NotEmpty(t, reads, "VMCOREINFO scan")
 }
+
+func TestArchELFMachine(t *testing.T) {
+	for _, m := range []elf.Machine{elf.EM_X86_64, elf.EM_386, elf.EM_AARCH64, elf.EM_ARM, elf.EM_S390, elf.EM_PPC64, elf.EM_RISCV, elf.EM_MIPS, elf.EM_PPC, elf.EM_LOONGARCH, elf.EM_SPARCV9} {
+		for _, c := range []elf.Class{elf.ELFCLASS32, elf.ELFCLASS64} {
+			for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+				a := archFromELF(m, bo, c)
+				assert.Equal(t, m, a.ELFMachine(), "%v %v %v → %q", m, c, bo, a.Name)
+			}
+		}
+	}
+	assert.Equal(t, elf.EM_NONE, Arch{}.ELFMachine())
+	assert.Equal(t, elf.EM_NONE, Arch{Name: "nonsense"}.ELFMachine())
+}
