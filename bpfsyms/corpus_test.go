@@ -9,24 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
-
-// fromFinder resolves vmlinux names through a finder (the first hit).
-func fromFinder(f symfinder.Finder) Symbols {
-	return func(name string) (uint64, bool) {
-		var addr uint64
-		var ok bool
-		_ = f.Find(symfinder.Query{Kind: symfinder.ByName, Name: name}, func(s symfinder.Symbol) bool {
-			addr, ok = s.Addr, true
-			return false
-		})
-		return addr, ok
-	}
-}
 
 func line(s symfinder.Symbol) string {
 	return fmt.Sprintf("%016x %c %s\t[%s]", s.Addr, s.Kind, s.Name, s.Module)
@@ -56,7 +44,7 @@ func openCorpusDump(t testing.TB, paths []string) *corpusDump {
 	require.NoError(t, err)
 	res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{})
 	require.NoError(t, err)
-	return &corpusDump{kmem: k, syms: fromFinder(res.Finder()), opt: Options{PageSize: uint64(d.PageSize())}}
+	return &corpusDump{kmem: k, syms: Symbols(modsyms.FromFinder(res.Finder())), opt: Options{PageSize: uint64(d.PageSize())}}
 }
 
 // TestCorpus reproduces, for every cached dump of every corpus guest, the
