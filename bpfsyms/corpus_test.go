@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
-	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
