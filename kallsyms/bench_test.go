@@ -4,7 +4,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 var (
@@ -135,4 +139,96 @@ func BenchmarkByName(b *testing.B) {
 			}
 		})
 	}
+}
+
+// corpusBench is the largest corpus kernel (Debian 6.12 amd64, 166,932
+// symbols) with every page a whole Load reads copied into RAM, so that the
+// benchmarks below time decoding, not the dump's page cache.
+type corpusBench struct {
+	mem  *testutil.SparseMemory
+	info *vmcoreinfo.Info
+	opt  Options
+}
+
+var (
+	corpusBenchOnce sync.Once
+	corpusBenchS    *corpusBench
+	corpusBenchErr  error
+)
+
+const corpusBenchGuest = "deb13-6.12-amd64"
+
+func loadCorpusBench(b *testing.B) *corpusBench {
+	g := testutil.CorpusGuestNamed(b, corpusBenchGuest)
+	dumps := g.AvailableDumps()
+	if len(dumps) == 0 {
+		b.Skipf("no dump of %s in reach: run testdata/vmcores/generate", corpusBenchGuest)
+	}
+	corpusBenchOnce.Do(func() {
+		corpusBenchS, corpusBenchErr = newCorpusBench(g, dumps[0])
+	})
+	if corpusBenchErr != nil {
+		b.Fatal(corpusBenchErr)
+	}
+	return corpusBenchS
+}
+
+func newCorpusBench(g *testutil.CorpusGuest, f testutil.DumpFormat) (*corpusBench, error) {
+	paths, _ := g.DumpPaths(f)
+	d, err := vmcore.Open(paths...)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	k, err := d.Kernel()
+	if err != nil {
+		return nil, err
+	}
+	opt := Options{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize}
+	rec := memory.NewRecorder(k, 12)
+	if _, err := Load(rec, d.Info(), opt); err != nil {
+		return nil, err
+	}
+	mem := testutil.NewSparseMemory()
+	page := make([]byte, 4096)
+	for _, pfn := range rec.Pages() {
+		if err := memory.ReadFull(k, page, pfn<<12); err != nil {
+			return nil, err
+		}
+		mem.Write(pfn<<12, page)
+	}
+	return &corpusBench{mem: mem, info: d.Info(), opt: opt}, nil
+}
+
+// BenchmarkExpandCorpus is BenchmarkExpand and BenchmarkCopyNames on the
+// largest real kernel of the corpus: "expand" is a whole Load, "copy" a
+// plain copy of the expanded names (type letters included) it produces.
+func BenchmarkExpandCorpus(b *testing.B) {
+	c := loadCorpusBench(b)
+	res, err := Load(c.mem, c.info, c.opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := namesBytes(res.Index)
+	b.Run("expand", func(b *testing.B) {
+		b.SetBytes(int64(len(names)))
+		b.ReportAllocs()
+		var ix *symfinder.Index
+		for b.Loop() {
+			res, err := Load(c.mem, c.info, c.opt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ix = res.Index
+		}
+		b.ReportMetric(float64(ix.MemoryBytes()-len(names))/float64(ix.Len()), "index-B/sym")
+	})
+	b.Run("copy", func(b *testing.B) {
+		b.SetBytes(int64(len(names)))
+		b.ReportAllocs()
+		for b.Loop() {
+			dst := make([]byte, len(names))
+			copy(dst, names)
+		}
+	})
 }

@@ -413,7 +413,7 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		if !ok {
 			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed or crosses the next window's kallsyms_markers", i)
 		}
-		if need := 16 * (next - codes); cap(dst)-len(dst) < need {
+		if need := max(t.tok.room, 16) * (next - codes); cap(dst)-len(dst) < need {
 			grown := make([]byte, len(dst), max(expandEstimate(t.namesLen, off, len(dst)), len(dst)+need))
 			copy(grown, dst)
 			dst = grown

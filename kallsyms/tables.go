@@ -10,17 +10,26 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
-// tokens is the expanded token table, laid out for fast expansion: every
-// token of at most 16 bytes sits in a fixed 16-byte slot, copied whole.
+// tokens is the expanded token table, laid out for fast expansion: the
+// first 16 bytes of every token sit in a fixed 16-byte slot, copied whole;
+// the few longer tokens (a 6.12 kernel has one to seven of 17–32 bytes)
+// are finished from long.
 type tokens struct {
-	short    [256][16]byte
-	n        [256]uint16
-	long     [256][]byte // tokens longer than 16 bytes
-	allShort bool        // no token is longer than 16 bytes (every real table)
+	short [256][16]byte
+	n     [256]uint16
+	long  [256][]byte // tokens longer than 16 bytes
+	// room is how far one code may write past the end of what came
+	// before it: max(16, longest token); 0 when a token is longer than
+	// maxFastToken and expand always takes its careful path.
+	room int
 }
 
+// maxFastToken is the longest token the fast path of expand handles; a
+// table with a longer one (no real kernel has one) is expanded carefully.
+const maxFastToken = 64
+
 func newTokens(table []byte, index *[256]uint16) *tokens {
-	t := &tokens{}
+	t := &tokens{room: 16}
 	for c := range 256 {
 		s := table[index[c]:]
 		l := 0
@@ -28,32 +37,40 @@ func newTokens(table []byte, index *[256]uint16) *tokens {
 			l++
 		}
 		t.n[c] = uint16(l)
+		copy(t.short[c][:], s[:min(l, 16)])
 		if l > 16 {
 			t.long[c] = s[:l:l]
-		} else {
-			copy(t.short[c][:], s[:l])
+		}
+		switch {
+		case l > maxFastToken:
+			t.room = -1
+		case t.room > 0:
+			t.room = max(t.room, l)
 		}
 	}
-	t.allShort = true
-	for _, l := range t.n {
-		t.allShort = t.allShort && l <= 16
-	}
+	t.room = max(t.room, 0)
 	return t
 }
 
-// expand appends the expansion of codes to dst.
+// expand appends the expansion of codes to dst. With room for it
+// (cap(dst)-len(dst) >= t.room*len(codes)) it runs unchecked stores.
 func (t *tokens) expand(dst []byte, codes []byte) []byte {
-	if t.allShort && cap(dst)-len(dst) >= 16*len(codes) {
-		// Every token fits a 16-byte store and there is room for one per
-		// code: the loop is a store and an add. Each code advances o by at
-		// most 16, so store k ends at most 16(k+1) bytes past len(dst),
-		// within the capacity just checked; that is what makes the
-		// unchecked stores safe.
+	if t.room > 0 && cap(dst)-len(dst) >= t.room*len(codes) {
+		// Each code stores the 16-byte slot of its token (and the rest
+		// of a longer one) at o and advances o by the token's length, at
+		// most t.room: store k ends at most t.room(k+1) bytes past
+		// len(dst), within the capacity just checked; that is what makes
+		// the unchecked stores safe. The long branch is almost never
+		// taken, so it costs a predicted compare.
 		o := len(dst)
 		p := unsafe.Pointer(unsafe.SliceData(dst))
 		for _, c := range codes {
 			*(*[16]byte)(unsafe.Add(p, o)) = t.short[c]
-			o += int(t.n[c])
+			l := int(t.n[c])
+			if l > 16 {
+				copy(unsafe.Slice((*byte)(unsafe.Add(p, o)), l), t.long[c])
+			}
+			o += l
 		}
 		return dst[:o]
 	}
@@ -63,13 +80,7 @@ func (t *tokens) expand(dst []byte, codes []byte) []byte {
 			dst = append(dst, t.long[c]...)
 			continue
 		}
-		o := len(dst)
-		if cap(dst)-o < 16 {
-			dst = append(dst[:cap(dst)], make([]byte, 64+cap(dst))...)[:o]
-		}
-		dst = dst[:o+16]
-		*(*[16]byte)(dst[o:]) = t.short[c]
-		dst = dst[:o+l]
+		dst = append(dst, t.short[c][:l]...)
 	}
 	return dst
 }
