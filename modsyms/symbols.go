@@ -3,6 +3,7 @@ package modsyms
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
@@ -184,7 +185,7 @@ func (ex *exportTable) exported(name []byte, value uint64) bool {
 	base, num := 0, len(ex.names)
 	for num > 0 {
 		pivot := base + num>>1
-		c := strings.Compare(string(name), ex.names[pivot])
+		c := compareBS(name, ex.names[pivot])
 		if c == 0 {
 			return ex.values[pivot] == value
 		}
@@ -280,6 +281,12 @@ func (ld *loader) tryExports(m *Module, syms, num uint64, c ksymLayout) (*export
 		ex.names[i] = string(name)
 	}
 	return ex, nil
+}
+
+// compareBS is strings.Compare(string(b), s) without copying b (the
+// conversion allocates for names over 32 bytes, once per symbol).
+func compareBS(b []byte, s string) int {
+	return strings.Compare(unsafe.String(unsafe.SliceData(b), len(b)), s)
 }
 
 func inRegions(rs []Region, a uint64) bool {
