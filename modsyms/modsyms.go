@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
@@ -166,6 +167,13 @@ type loader struct {
 	opt     Options
 	l       *layout
 	ksym    *ksymLayout // validated struct kernel_symbol layout, once known
+
+	// Scratch buffers reused from module to module: what is kept is
+	// copied out of them (names into the index, export names into
+	// strings) before the next module is read.
+	modBuf, mkBuf           []byte // struct module, struct mod_kallsyms
+	tabBuf, typeBuf, strBuf []byte // symtab, typetab, strtab
+	exRawBuf, exNameBuf     []byte // mod->syms, the export names' span
 }
 
 // Load walks the modules list of a dump and reads every module's symbols.
@@ -243,55 +251,50 @@ func (ld *loader) pointer(addr uint64) (uint64, error) {
 	return memory.Pointer(ld.kmem, ld.bo, int(ld.ptr), addr)
 }
 
-// readTable reads n bytes at addr: in one read when n ≤ readChunk,
-// otherwise in readChunk pieces, so memory grows only with what exists.
-func (ld *loader) readTable(addr, n uint64) ([]byte, error) {
+// readTable reads n bytes at addr into dst's storage, which it grows as
+// needed, and returns them: in one read when n ≤ readChunk, otherwise in
+// readChunk pieces, so memory grows only with what exists. The result
+// aliases dst; callers pass a scratch buffer they reuse from table to
+// table (every name is copied out before the next read).
+func (ld *loader) readTable(dst []byte, addr, n uint64) ([]byte, error) {
 	if addr+n < addr {
-		return nil, corrupt("table at %#x of %d bytes wraps the address space", addr, n)
+		return dst[:0], corrupt("table at %#x of %d bytes wraps the address space", addr, n)
 	}
-	if n > probeOver {
+	if n > probeOver && n > uint64(cap(dst)) {
 		// Before allocating for a large table, check that its first and
 		// last bytes exist: a lying count then costs nothing.
 		var one [1]byte
 		if err := memory.ReadFull(ld.kmem, one[:], addr); err != nil {
-			return nil, err
+			return dst[:0], err
 		}
 		if err := memory.ReadFull(ld.kmem, one[:], addr+n-1); err != nil {
-			return nil, err
+			return dst[:0], err
 		}
 	}
-	if n <= readChunk {
-		buf := make([]byte, n)
-		if err := memory.ReadFull(ld.kmem, buf, addr); err != nil {
-			return nil, err
-		}
-		return buf, nil
-	}
-	var buf []byte
+	dst = dst[:0]
 	for off := uint64(0); off < n; off += readChunk {
 		k := min(n-off, readChunk)
-		buf = append(buf, make([]byte, k)...)
-		if err := memory.ReadFull(ld.kmem, buf[off:off+k], addr+off); err != nil {
-			return nil, err
+		dst = slices.Grow(dst, int(k))[:off+k]
+		if err := memory.ReadFull(ld.kmem, dst[off:], addr+off); err != nil {
+			return dst[:0], err
 		}
 	}
-	return buf, nil
+	return dst, nil
 }
 
-// readPrefix reads up to n bytes at addr and returns what could be read
-// before the first fault (at least min bytes, or an error).
-func (ld *loader) readPrefix(addr, n, least uint64) ([]byte, error) {
-	buf, err := ld.readTable(addr, least)
-	if err != nil {
-		return nil, err
+// readPrefix reads up to n bytes at addr into dst's storage, as readTable
+// does, and returns what could be read before the first fault (at least
+// least bytes, or an error).
+func (ld *loader) readPrefix(dst []byte, addr, n, least uint64) ([]byte, error) {
+	buf, err := ld.readTable(dst, addr, least)
+	if err != nil || n <= least {
+		return buf, err
 	}
-	if n <= least {
-		return buf, nil
-	}
-	ext := make([]byte, n-least)
+	buf = slices.Grow(buf, int(n-least))
+	ext := buf[least:n]
 	k, _ := ld.kmem.ReadAt(ext, addr+least)
 	k = max(0, min(k, len(ext)))
-	return append(buf, ext[:k]...), nil
+	return buf[:least+uint64(k)], nil
 }
 
 func cstr(b []byte) ([]byte, bool) {

@@ -2,6 +2,7 @@ package modsyms
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -35,7 +36,8 @@ func (ld *loader) symbols(m *Module, buf []byte) error {
 		if kp == 0 {
 			return corrupt("kallsyms pointer is NULL")
 		}
-		mk := make([]byte, l.mkRead)
+		mk := slices.Grow(ld.mkBuf[:0], int(l.mkRead))[:l.mkRead]
+		ld.mkBuf = mk
 		if err := memory.ReadFull(ld.kmem, mk, kp); err != nil {
 			return fmt.Errorf("struct mod_kallsyms at %#x: %w", kp, err)
 		}
@@ -52,13 +54,16 @@ func (ld *loader) symbols(m *Module, buf []byte) error {
 	if ld.ptr == 4 {
 		es = elf32Sym
 	}
-	tab, err := ld.readTable(symtab, num*es.size)
+	tab, err := ld.readTable(ld.tabBuf, symtab, num*es.size)
+	ld.tabBuf = tab
 	if err != nil {
 		return fmt.Errorf("symtab at %#x (%d symbols): %w", symtab, num, err)
 	}
 	var types []byte
 	if hasTypes {
-		if types, err = ld.readTable(typetab, num); err != nil {
+		types, err = ld.readTable(ld.typeBuf, typetab, num)
+		ld.typeBuf = types
+		if err != nil {
 			return fmt.Errorf("typetab at %#x: %w", typetab, err)
 		}
 	}
@@ -80,7 +85,9 @@ func (ld *loader) symbols(m *Module, buf []byte) error {
 	if num > 0 {
 		// Names end within KSYM_NAME_LEN of the last one's start, but the
 		// memory after the table may be absent: take what is there.
-		if strs, err = ld.readPrefix(strtab, maxName+uint64(ld.nameLen), maxName+1); err != nil {
+		strs, err = ld.readPrefix(ld.strBuf, strtab, maxName+uint64(ld.nameLen), maxName+1)
+		ld.strBuf = strs
+		if err != nil {
 			return fmt.Errorf("strtab at %#x: %w", strtab, err)
 		}
 	}
@@ -227,7 +234,8 @@ func (ld *loader) exports(m *Module, buf []byte) (*exportTable, error) {
 }
 
 func (ld *loader) tryExports(m *Module, syms, num uint64, c ksymLayout) (*exportTable, error) {
-	raw, err := ld.readTable(syms, num*c.stride)
+	raw, err := ld.readTable(ld.exRawBuf, syms, num*c.stride)
+	ld.exRawBuf = raw
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +268,8 @@ func (ld *loader) tryExports(m *Module, syms, num uint64, c ksymLayout) (*export
 	const maxSpan = 1 << 20
 	var span []byte
 	if hi-lo < maxSpan {
-		span, _ = ld.readPrefix(lo, hi-lo+uint64(ld.nameLen), 0)
+		span, _ = ld.readPrefix(ld.exNameBuf, lo, hi-lo+uint64(ld.nameLen), 0)
+		ld.exNameBuf = span
 	}
 	for i, a := range nameAddrs {
 		var name []byte

@@ -68,7 +68,7 @@ func (ld *loader) node(node uint64, seen map[uint64]bool, count int) (*Module, u
 	}
 	seen[node] = true
 	mod := node - ld.l.list.off
-	buf := make([]byte, ld.l.read)
+	buf := ld.structBuf()
 	if err := memory.ReadFull(ld.kmem, buf, mod); err != nil {
 		return nil, 0, &WalkError{Addr: node, Err: fmt.Errorf("struct module at %#x: %w", mod, err)}
 	}
@@ -84,12 +84,19 @@ func (ld *loader) nodeBack(node uint64, seen map[uint64]bool, count int) (*Modul
 	}
 	seen[node] = true
 	mod := node - ld.l.list.off
-	buf := make([]byte, ld.l.read)
+	buf := ld.structBuf()
 	if err := memory.ReadFull(ld.kmem, buf, mod); err != nil {
 		return nil, 0, err
 	}
 	prev, _ := ld.uint(buf, fld{off: ld.l.list.off + ld.l.listPrev.off, size: ld.ptr, ok: true})
 	return ld.module(mod, buf), prev, nil
+}
+
+// structBuf returns the scratch buffer a struct module is read into;
+// module copies out what it keeps.
+func (ld *loader) structBuf() []byte {
+	ld.modBuf = slices.Grow(ld.modBuf[:0], int(ld.l.read))[:ld.l.read]
+	return ld.modBuf
 }
 
 // module decodes one struct module read into buf; nil for an unformed one.
