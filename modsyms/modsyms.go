@@ -255,8 +255,9 @@ func (ld *loader) pointer(addr uint64) (uint64, error) {
 // needed, and returns them: in one read when n ≤ readChunk, otherwise in
 // readChunk pieces, so memory grows only with what exists. The result
 // aliases dst; callers pass a scratch buffer they reuse from table to
-// table (every name is copied out before the next read).
-func (ld *loader) readTable(dst []byte, addr, n uint64) ([]byte, error) {
+// table (every name is copied out before the next read). When a table of
+// one chunk needs a new buffer, it gets spare bytes of capacity beyond n.
+func (ld *loader) readTable(dst []byte, addr, n, spare uint64) ([]byte, error) {
 	if addr+n < addr {
 		return dst[:0], corrupt("table at %#x of %d bytes wraps the address space", addr, n)
 	}
@@ -270,6 +271,16 @@ func (ld *loader) readTable(dst []byte, addr, n uint64) ([]byte, error) {
 		if err := memory.ReadFull(ld.kmem, one[:], addr+n-1); err != nil {
 			return dst[:0], err
 		}
+	}
+	if n <= readChunk {
+		if uint64(cap(dst)) < n+spare {
+			dst = make([]byte, n, n+spare)
+		}
+		dst = dst[:n]
+		if err := memory.ReadFull(ld.kmem, dst, addr); err != nil {
+			return dst[:0], err
+		}
+		return dst, nil
 	}
 	dst = dst[:0]
 	for off := uint64(0); off < n; off += readChunk {
@@ -286,11 +297,11 @@ func (ld *loader) readTable(dst []byte, addr, n uint64) ([]byte, error) {
 // does, and returns what could be read before the first fault (at least
 // least bytes, or an error).
 func (ld *loader) readPrefix(dst []byte, addr, n, least uint64) ([]byte, error) {
-	buf, err := ld.readTable(dst, addr, least)
+	buf, err := ld.readTable(dst, addr, least, n-min(n, least))
 	if err != nil || n <= least {
 		return buf, err
 	}
-	buf = slices.Grow(buf, int(n-least))
+	buf = slices.Grow(buf, int(n-least)) // no copy unless least > readChunk
 	ext := buf[least:n]
 	k, _ := ld.kmem.ReadAt(ext, addr+least)
 	k = max(0, min(k, len(ext)))

@@ -54,14 +54,14 @@ func (ld *loader) symbols(m *Module, buf []byte) error {
 	if ld.ptr == 4 {
 		es = elf32Sym
 	}
-	tab, err := ld.readTable(ld.tabBuf, symtab, num*es.size)
+	tab, err := ld.readTable(ld.tabBuf, symtab, num*es.size, 0)
 	ld.tabBuf = tab
 	if err != nil {
 		return fmt.Errorf("symtab at %#x (%d symbols): %w", symtab, num, err)
 	}
 	var types []byte
 	if hasTypes {
-		types, err = ld.readTable(ld.typeBuf, typetab, num)
+		types, err = ld.readTable(ld.typeBuf, typetab, num, 0)
 		ld.typeBuf = types
 		if err != nil {
 			return fmt.Errorf("typetab at %#x: %w", typetab, err)
@@ -234,7 +234,7 @@ func (ld *loader) exports(m *Module, buf []byte) (*exportTable, error) {
 }
 
 func (ld *loader) tryExports(m *Module, syms, num uint64, c ksymLayout) (*exportTable, error) {
-	raw, err := ld.readTable(ld.exRawBuf, syms, num*c.stride)
+	raw, err := ld.readTable(ld.exRawBuf, syms, num*c.stride, 0)
 	ld.exRawBuf = raw
 	if err != nil {
 		return nil, err
