@@ -166,7 +166,8 @@ type loader struct {
 	nameLen int
 	opt     Options
 	l       *layout
-	ksym    *ksymLayout // validated struct kernel_symbol layout, once known
+	ksym    *ksymLayout   // validated struct kernel_symbol layout, once known
+	pending []pendingSyms // modules walked, symbols not yet read
 
 	// Scratch buffers reused from module to module: what is kept is
 	// copied out of them (names into the index, export names into

@@ -21,32 +21,51 @@ var (
 	elf32Sym = elfSym{size: 16, name: 0, value: 4, stsize: 8, info: 12, shndx: 14}
 )
 
-// symbols reads the module's mod_kallsyms and builds its index. A failure
-// of the export table alone is recorded in m.Err and the symbols are kept.
-func (ld *loader) symbols(m *Module, buf []byte) error {
+// symSource is where a module's symbols are: what symbols reads, taken
+// from its struct module (and struct mod_kallsyms) during the walk.
+type symSource struct {
+	symtab, num, strtab, typetab uint64
+	hasTypes                     bool
+	syms, numSyms                uint64 // mod->syms, mod->num_syms
+}
+
+// symSource reads where the module's symbols are from its struct module in
+// buf and, on v4.5+, its struct mod_kallsyms; it sets m.NumSymtab.
+func (ld *loader) symSource(m *Module, buf []byte) (symSource, error) {
 	l := ld.l
-	var symtab, num, strtab, typetab uint64
-	var hasTypes bool
+	var src symSource
+	if l.syms.ok {
+		src.syms, _ = ld.uint(buf, l.syms)
+		src.numSyms, _ = ld.uint(buf, l.numSyms)
+	}
 	if l.direct {
-		symtab, _ = ld.uint(buf, l.symtab)
-		num, _ = ld.uint(buf, l.numSymtab)
-		strtab, _ = ld.uint(buf, l.strtab)
+		src.symtab, _ = ld.uint(buf, l.symtab)
+		src.num, _ = ld.uint(buf, l.numSymtab)
+		src.strtab, _ = ld.uint(buf, l.strtab)
 	} else {
 		kp, _ := ld.uint(buf, l.kallsyms)
 		if kp == 0 {
-			return corrupt("kallsyms pointer is NULL")
+			return src, corrupt("kallsyms pointer is NULL")
 		}
 		mk := slices.Grow(ld.mkBuf[:0], int(l.mkRead))[:l.mkRead]
 		ld.mkBuf = mk
 		if err := memory.ReadFull(ld.kmem, mk, kp); err != nil {
-			return fmt.Errorf("struct mod_kallsyms at %#x: %w", kp, err)
+			return src, fmt.Errorf("struct mod_kallsyms at %#x: %w", kp, err)
 		}
-		symtab, _ = ld.uint(mk, l.symtab)
-		num, _ = ld.uint(mk, l.numSymtab)
-		strtab, _ = ld.uint(mk, l.strtab)
-		typetab, hasTypes = ld.uint(mk, l.typetab)
+		src.symtab, _ = ld.uint(mk, l.symtab)
+		src.num, _ = ld.uint(mk, l.numSymtab)
+		src.strtab, _ = ld.uint(mk, l.strtab)
+		src.typetab, src.hasTypes = ld.uint(mk, l.typetab)
 	}
-	m.NumSymtab = num
+	m.NumSymtab = src.num
+	return src, nil
+}
+
+// symbols reads the module's symbol table from src and builds its index.
+// A failure of the export table alone is recorded in m.Err and the
+// symbols are kept.
+func (ld *loader) symbols(m *Module, src *symSource) error {
+	symtab, num, strtab, typetab, hasTypes := src.symtab, src.num, src.strtab, src.typetab, src.hasTypes
 	if num > MaxSymbols {
 		return corrupt("num_symtab %d exceeds the cap of %d", num, MaxSymbols)
 	}
@@ -91,7 +110,7 @@ func (ld *loader) symbols(m *Module, buf []byte) error {
 			return fmt.Errorf("strtab at %#x: %w", strtab, err)
 		}
 	}
-	ex, exErr := ld.exports(m, buf)
+	ex, exErr := ld.exports(m, src.syms, src.numSyms)
 	b := symfinder.NewBuilder("module:"+m.Name, m.Name)
 	b.Grow(int(num), len(strs))
 	for i := uint64(0); i < num; i++ {
@@ -208,12 +227,9 @@ func (ex *exportTable) exported(name []byte, value uint64) bool {
 // exports reads mod->syms. The layout of struct kernel_symbol is rarely in
 // BTF, so each candidate layout is tried and the first whose every name
 // pointer leads to a printable string is kept (and tried first for the
-// next module).
-func (ld *loader) exports(m *Module, buf []byte) (*exportTable, error) {
-	l := ld.l
-	syms, _ := ld.uint(buf, l.syms)
-	num, _ := ld.uint(buf, l.numSyms)
-	if !l.syms.ok || num == 0 || syms == 0 {
+// next module read).
+func (ld *loader) exports(m *Module, syms, num uint64) (*exportTable, error) {
+	if num == 0 || syms == 0 {
 		return nil, nil
 	}
 	if num > MaxExports {

@@ -1,6 +1,7 @@
 package modsyms
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,6 +48,7 @@ func (ld *loader) load(head uint64) (*Set, error) {
 	}
 	slices.Reverse(back)
 	mods := append(fwd, back...)
+	ld.readSymbols()
 	for _, m := range mods {
 		if m.Err != nil {
 			errs = append(errs, m.Err)
@@ -139,10 +141,33 @@ func (ld *loader) module(addr uint64, buf []byte) *Module {
 	if l.sourceList.ok {
 		m.Deps = ld.deps(addr)
 	}
-	if err := ld.symbols(m, buf); err != nil {
+	src, err := ld.symSource(m, buf)
+	if err != nil {
 		return fail(err)
 	}
+	ld.pending = append(ld.pending, pendingSyms{m: m, src: src})
 	return m
+}
+
+// pendingSyms is a walked module whose symbols are still to be read.
+type pendingSyms struct {
+	m   *Module
+	src symSource
+}
+
+// readSymbols reads the symbols of every module the walk found. It goes
+// from the largest symbol table down, so the scratch buffers grow for the
+// first module only instead of at every larger module of the list; each
+// module's result is independent of the order.
+func (ld *loader) readSymbols() {
+	slices.SortStableFunc(ld.pending, func(a, b pendingSyms) int { return cmp.Compare(b.src.num, a.src.num) })
+	for i := range ld.pending {
+		p := &ld.pending[i]
+		if err := ld.symbols(p.m, &p.src); err != nil {
+			p.m.Err = &ModuleError{Name: quoteName(p.m.Name), Addr: p.m.Addr, Err: err}
+		}
+	}
+	ld.pending = nil
 }
 
 func (ld *loader) regions(m *Module, buf []byte) {
