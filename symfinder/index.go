@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -20,13 +21,14 @@ import (
 // (whose first byte per symbol is the type letter). Addresses take 4 bytes
 // when the source is sorted by address and their high halves change only a
 // few times (a kernel: per-CPU offsets, then the image), 8 otherwise. The
-// first name lookup builds an 8-byte (hash, index) entry per symbol. An
+// first name lookup builds a hash table of 5–6 bytes per symbol. An
 // 8-byte size is stored only for sources that record true sizes (module
 // symtabs), otherwise sizes are derived from the next higher address as the
 // kernel derives them. An address-order permutation exists only when the
 // source order is not already sorted by address. Every 64th address is
 // sampled into a small array that address lookups search first. A kernel's
-// index thus takes 16 bytes per symbol, plus 1/8, plus the names.
+// index thus takes 8 bytes per symbol, plus 1/2 for the address samples,
+// plus 5–6 once looked up by name, plus the names: at most 14.5.
 //
 // An Index is safe for concurrent use.
 type Index struct {
@@ -48,17 +50,32 @@ type Index struct {
 	derivedEnd uint64   // end of the highest symbol when sizes are derived; 0 unknown
 	byAddr     []uint32 // nil when addrs is sorted; stable by source order
 	maxLast    []uint64 // sized indexes: running max of last bytes in address order
-	// addrTop holds every topStride'th address in address order: an
-	// upper-bound search looks here first (it stays in cache) and then
-	// searches one stride of addrs.
-	addrTop []uint64
+	// radix narrows address searches: radix[b] is the first position in
+	// address order whose address is at least radixBase + b<<radixShift.
+	// It covers the top 4 GiB of the addresses (a kernel's image, with
+	// about radixPer symbols per bucket); addresses below radixBase are
+	// searched among the first radix[0] positions.
+	radix      []uint32
+	radixBase  uint64
+	radixShift uint
 
 	nameOnce sync.Once
-	// byHash is the name index: hash<<32 | source index for every symbol,
-	// sorted, so equal names are adjacent and in source order; a lookup
-	// searches it once and checks the names of the hits.
-	byHash   []uint64
-	hashSeed maphash.Seed
+	byName   nameIndex
+}
+
+// nameIndex is a hash table of every symbol, built on the first lookup by
+// name: the symbols ordered by bucket (the top bits of their name's hash),
+// in source order within a bucket, and where each bucket starts. Each
+// entry keeps the next hash bits as a tag above the source index, so a
+// lookup compares the names of tag hits only. There are n/4 to n/2
+// buckets: 5–6 bytes per symbol in all, and a lookup reads two or three
+// cache lines besides the names.
+type nameIndex struct {
+	seed    maphash.Seed
+	k       uint     // log2 of the bucket count
+	idxBits uint     // bits of the source index in an entry
+	start   []uint32 // 1<<k + 1 bucket starts in entries
+	entries []uint32 // tag<<idxBits | source index
 }
 
 // hiRun is a run of compact addresses sharing their high 32 bits.
@@ -71,9 +88,9 @@ type hiRun struct {
 // two; more would make every address access search them.
 const maxHiRuns = 8
 
-// topStride is the sampling step of the top-level address array: 1/8 byte
-// per symbol, while the last search step touches a few cache lines.
-const topStride = 64
+// radixPer is the average number of symbols per radix bucket: 1/2 byte
+// per symbol, and a lookup searches a line or two of addresses.
+const radixPer = 8
 
 // Builder accumulates symbols for an Index. The zero value is not usable;
 // call NewBuilder.
@@ -237,6 +254,68 @@ func (b *Builder) Len() int {
 	return len(b.ix.addrs)
 }
 
+// NewSorted builds an Index of symbols whose sizes are derived, given in
+// bulk, for a decoder that has produced the names buffer itself: names
+// holds every symbol's type letter and name back to back, symbol i being
+// names[nameOff[i]:nameOff[i+1]] (len(nameOff) is one more than the number
+// of symbols, nameOff[0] is 0, and every entry is non-empty). The Index
+// keeps both slices; the caller must not change them afterwards.
+//
+// Addresses are pulled through addrs, which fills out with the addresses
+// of symbols first, first+1, ...; they must never decrease, or NewSorted
+// fails. An error from addrs is returned as is. end is where the highest
+// symbol ends (see Builder.SetDerivedEnd).
+func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(first int, out []uint64) error, end uint64) (*Index, error) {
+	if len(nameOff) == 0 || nameOff[0] != 0 {
+		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
+	}
+	n := len(nameOff) - 1
+	for i, o := range nameOff[1:] {
+		if o <= nameOff[i] {
+			return nil, fmt.Errorf("symfinder: %s: symbol %d has no type letter", name, i)
+		}
+	}
+	if int(nameOff[n]) > len(names) {
+		return nil, fmt.Errorf("symfinder: %s: names end at %d, past the %d-byte buffer", name, nameOff[n], len(names))
+	}
+	b := NewBuilder(name, module)
+	b.ExpectSorted()
+	ix := b.ix
+	ix.names, ix.nameOff, ix.derivedEnd = names[:nameOff[n]:nameOff[n]], nameOff, end
+	ix.addrLo = make([]uint32, 0, n)
+	const window = 4096
+	buf := make([]uint64, min(window, n))
+	for first := 0; first < n; first += window {
+		out := buf[:min(window, n-first)]
+		if err := addrs(first, out); err != nil {
+			return nil, err
+		}
+		for j, a := range out {
+			if (first > 0 || j > 0) && a < b.last {
+				return nil, fmt.Errorf("symfinder: %s: symbol %d at %#x is below the one before it", name, first+j, a)
+			}
+			if b.compact && len(ix.hiRuns) > 0 && a&^math.MaxUint32 == ix.hiRuns[len(ix.hiRuns)-1].hi {
+				ix.addrLo = append(ix.addrLo, uint32(a))
+				b.last = a
+				continue
+			}
+			b.addAddr(a)
+			b.last = a
+		}
+	}
+	if b.compact {
+		ix.n = len(ix.addrLo)
+		ix.addrLo = slices.Clip(ix.addrLo)
+		ix.hiRuns = slices.Clip(ix.hiRuns)
+	} else {
+		ix.n = len(ix.addrs)
+		ix.addrs = slices.Clip(ix.addrs)
+		ix.compact()
+	}
+	ix.buildRadix()
+	return ix, nil
+}
+
 // SetDerivedEnd sets where the highest symbol ends when sizes are derived
 // (the kernel uses _end, _etext or _einittext). Without it the highest
 // symbols get size 0.
@@ -255,7 +334,7 @@ func (b *Builder) Build() (*Index, error) {
 		ix.n = len(ix.addrLo)
 		ix.addrLo = slices.Clip(ix.addrLo)
 		ix.hiRuns = slices.Clip(ix.hiRuns)
-		ix.buildAddrTop()
+		ix.buildRadix()
 		return ix, nil
 	}
 	ix.addrs = slices.Clip(ix.addrs)
@@ -276,20 +355,43 @@ func (b *Builder) Build() (*Index, error) {
 		}
 	}
 	ix.n = len(ix.addrs)
-	ix.buildAddrTop()
+	ix.buildRadix()
 	if ix.byAddr == nil && ix.sizes == nil {
 		ix.compact()
 	}
 	return ix, nil
 }
 
-func (ix *Index) buildAddrTop() {
-	if n := ix.n; n > 2*topStride {
-		ix.addrTop = make([]uint64, 0, (n+topStride-1)/topStride)
-		for p := 0; p < n; p += topStride {
-			ix.addrTop = append(ix.addrTop, ix.addrAt(p))
-		}
+func (ix *Index) buildRadix() {
+	n := ix.n
+	if n < 4*radixPer {
+		return // a plain search is as fast
 	}
+	top := ix.addrAt(n - 1)
+	floor := top - min(top, math.MaxUint32)
+	p0 := ix.upper(floor - min(floor, 1)) // first position >= floor (no radix yet)
+	if floor == 0 {
+		p0 = 0
+	}
+	base := ix.addrAt(p0)
+	span := top - base // the last bucket holds top
+	want := uint64(max((n-p0)/radixPer, 1))
+	shift := uint(0)
+	for span>>shift >= want {
+		shift++
+	}
+	buckets := int(span>>shift) + 1
+	radix := make([]uint32, buckets+1)
+	p := p0
+	for b := range buckets {
+		start := base + uint64(b)<<shift
+		for p < n && ix.addrAt(p) < start {
+			p++
+		}
+		radix[b] = uint32(p)
+	}
+	radix[buckets] = uint32(n)
+	ix.radix, ix.radixBase, ix.radixShift = radix, base, shift
 }
 
 // compact replaces the sorted 8-byte addresses by their low halves and
@@ -388,14 +490,18 @@ func (ix *Index) Size(i int) (size uint64, derived bool) {
 // upper returns the first position in address order whose address is > a.
 func (ix *Index) upper(a uint64) int {
 	lo, hi := 0, ix.n
-	if top := ix.addrTop; top != nil {
-		// The first sample above a bounds the answer from above, the one
-		// before it from below.
-		k := upperBound(top, a)
-		if k > 0 {
-			lo = (k-1)*topStride + 1
+	if r := ix.radix; r != nil {
+		if a < ix.radixBase {
+			hi = int(r[0])
+		} else {
+			b := (a - ix.radixBase) >> ix.radixShift
+			if b >= uint64(len(r)-1) {
+				return ix.n // above the highest address
+			}
+			// Addresses before r[b] are below the bucket, from r[b+1]
+			// on above it: a's upper bound lies in between.
+			lo, hi = int(r[b]), int(r[b+1])
 		}
-		hi = min(hi, k*topStride)
 	}
 	switch {
 	case ix.addrs != nil && ix.byAddr == nil:
@@ -436,27 +542,10 @@ func (ix *Index) upper(a uint64) int {
 	return lo
 }
 
-// upperBound returns the first index of sorted s whose value is above a.
-// It is branch-free (the step is a conditional move), so random lookups do
-// not pay a mispredicted branch per halving.
-func upperBound[T uint32 | uint64](s []T, a T) int {
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	base := 0
-	for n > 1 {
-		half := n >> 1
-		base += half & -b2i(s[base+half] <= a)
-		n -= half
-	}
-	return base + b2i(s[base] <= a)
-}
-
-// searchWindow is upperBound with branches, for the window the top-level
-// samples leave, whose lines are likely not cached: a branch predicted
-// either way lets the CPU start the next load early, which the branch-free
-// search, each load waiting for the one before, cannot.
+// searchWindow returns the first index of sorted s whose value is above a,
+// for the window a radix bucket leaves, whose lines are likely not cached:
+// a branch predicted either way lets the CPU start the next load early,
+// which a branch-free search, each load waiting for the one before, cannot.
 func searchWindow[T uint32 | uint64](s []T, a T) int {
 	lo, hi := 0, len(s)
 	for lo < hi {
@@ -468,14 +557,6 @@ func searchWindow[T uint32 | uint64](s []T, a T) int {
 		}
 	}
 	return lo
-}
-
-// b2i is 1 for true; the compiler makes it a SETcc, not a branch.
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func (ix *Index) nextAbove(a uint64) (uint64, bool) {
@@ -626,83 +707,74 @@ func (ix *Index) findAddr(a uint64, yield func(Symbol) bool) {
 	}
 }
 
-// nameIndex builds the name index on first use: hashing every name is one
-// sequential pass, and a radix sort on the hash keeps equal hashes in
-// source order.
-func (ix *Index) nameIndex() []uint64 {
+// nameIndex builds the name index on first use: one pass hashes every
+// name, a counting sort by bucket (stable, so equal names stay in source
+// order) places them.
+func (ix *Index) nameIndex() *nameIndex {
 	ix.nameOnce.Do(func() {
-		ix.hashSeed = maphash.MakeSeed()
-		keys := make([]uint64, ix.n)
-		for i := range keys {
-			keys[i] = uint64(ix.nameHash(ix.NameBytes(i)))<<32 | uint64(i)
+		t := &ix.byName
+		t.seed = maphash.MakeSeed()
+		n := ix.n
+		t.idxBits = uint(max(bits.Len32(uint32(max(n, 1)-1)), 1))
+		// The largest power of two at most n/2 buckets (one for tiny
+		// indexes): 2–4 entries per bucket.
+		t.k = uint(max(bits.Len(uint(n/2)), 1) - 1)
+		keys := make([]uint32, n) // bucket<<tagBits | tag
+		t.start = make([]uint32, 1<<t.k+1)
+		for i := range n {
+			keys[i] = t.key(maphash.Bytes(t.seed, ix.NameBytes(i)))
+			t.start[keys[i]>>t.tagBits()+1]++
 		}
-		ix.byHash = radixSortHigh32(keys)
+		for b := 1; b < len(t.start); b++ {
+			t.start[b] += t.start[b-1]
+		}
+		t.entries = make([]uint32, n)
+		next := slices.Clone(t.start[:len(t.start)-1])
+		tagMask := uint32(1)<<t.tagBits() - 1
+		for i, key := range keys {
+			b := key >> t.tagBits()
+			t.entries[next[b]] = (key&tagMask)<<t.idxBits | uint32(i)
+			next[b]++
+		}
 	})
-	return ix.byHash
+	return &ix.byName
 }
 
-func (ix *Index) nameHash(name []byte) uint32 {
-	return uint32(maphash.Bytes(ix.hashSeed, name) >> 32)
-}
+// tagBits is how many bits of an entry are left above the index.
+func (t *nameIndex) tagBits() uint { return 32 - t.idxBits }
 
-// radixSortHigh32 sorts keys by their high 32 bits, stably (four 8-bit
-// passes), and returns the sorted slice (keys or a buffer of its length).
-func radixSortHigh32(keys []uint64) []uint64 {
-	tmp := make([]uint64, len(keys))
-	src, dst := keys, tmp
-	for shift := 32; shift < 64; shift += 8 {
-		var count [256]int
-		for _, k := range src {
-			count[byte(k>>shift)]++
-		}
-		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
-		for _, k := range src {
-			b := byte(k >> shift)
-			dst[count[b]] = k
-			count[b]++
-		}
-		src, dst = dst, src
-	}
-	return src
+// key is bucket<<tagBits | tag: the top k+tagBits bits of hash h.
+func (t *nameIndex) key(h uint64) uint32 {
+	return uint32(h >> (64 - t.k - t.tagBits()))
 }
 
 func (ix *Index) findName(name string, yield func(Symbol) bool) {
-	keys := ix.nameIndex()
-	h := uint64(uint32(maphash.String(ix.hashSeed, name)>>32)) << 32
-	for k := lowerBound(keys, h); k < len(keys) && keys[k]&^math.MaxUint32 == h; k++ {
-		i := int(uint32(keys[k]))
+	t := ix.nameIndex()
+	if ix.n == 0 {
+		return
+	}
+	key := t.key(maphash.String(t.seed, name))
+	tb := t.tagBits()
+	b := key >> tb
+	tag := key & (1<<tb - 1)
+	idxMask := uint32(1)<<t.idxBits - 1
+	for _, e := range t.entries[t.start[b]:t.start[b+1]] {
+		if e>>t.idxBits != tag {
+			continue
+		}
+		i := int(e & idxMask)
 		if string(ix.NameBytes(i)) == name && !yield(ix.Symbol(i)) {
 			return
 		}
 	}
 }
 
-// lowerBound returns the first index of sorted s whose value is at least
-// a, branch-free like upperBound.
-func lowerBound(s []uint64, a uint64) int {
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	base := 0
-	for n > 1 {
-		half := n >> 1
-		base += half & -b2i(s[base+half] < a)
-		n -= half
-	}
-	return base + b2i(s[base] < a)
-}
-
 // MemoryBytes returns the bytes the index's arrays occupy (excluding the
 // name index while it has not been built).
 func (ix *Index) MemoryBytes() int {
 	return 8*cap(ix.addrs) + 4*cap(ix.addrLo) + 16*cap(ix.hiRuns) + 4*cap(ix.nameOff) + cap(ix.names) + 8*cap(ix.sizes) +
-		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 8*cap(ix.addrTop) +
-		8*cap(ix.byHash)
+		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 4*cap(ix.radix) +
+		4*cap(ix.byName.start) + 4*cap(ix.byName.entries)
 }
 
 // compareBS compares b with s bytewise without copying either (the

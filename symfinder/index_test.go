@@ -157,17 +157,6 @@ func TestIndexNameDuplicates(t *testing.T) {
 	assert.Empty(t, collect(ix, Query{Kind: ByName, Name: "d"}))
 }
 
-func TestRadixSortHigh32(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	keys := make([]uint64, 10000)
-	for i := range keys {
-		keys[i] = uint64(r.Uint32N(500))<<32 | uint64(i)
-	}
-	got := radixSortHigh32(slices.Clone(keys))
-	slices.Sort(keys)
-	require.Equal(t, keys, got)
-}
-
 func TestChain(t *testing.T) {
 	b1 := NewBuilder("vmlinux", "")
 	b1.AddString(0x1000, 'T', "core_fn")
@@ -291,11 +280,29 @@ func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Ra
 	a := syms[len(syms)-1].addr
 	end := a + 0x40
 	for _, tc := range []struct {
-		name     string
-		appended bool
-		expect   bool
-	}{{"add", false, false}, {"appended", true, false}, {"expect-sorted", false, true}, {"appended-expect-sorted", true, true}} {
+		name      string
+		appended  bool
+		expect    bool
+		newSorted bool
+	}{{"add", false, false, false}, {"appended", true, false, false}, {"expect-sorted", false, true, false}, {"appended-expect-sorted", true, true, false}, {"new-sorted", false, false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.newSorted {
+				var nb []byte
+				off := []uint32{0}
+				for _, s := range syms {
+					nb = append(append(nb, s.kind), s.name...)
+					off = append(off, uint32(len(nb)))
+				}
+				ix, err := NewSorted("k", "", nb, off, func(first int, out []uint64) error {
+					for j := range out {
+						out[j] = syms[first+j].addr
+					}
+					return nil
+				}, end)
+				require.NoError(t, err)
+				checkLarge(t, ix, syms, prefixes, r, end)
+				return
+			}
 			b := NewBuilder("k", "")
 			if tc.expect {
 				b.ExpectSorted()
@@ -312,69 +319,125 @@ func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Ra
 			b.SetDerivedEnd(end)
 			ix, err := b.Build()
 			require.NoError(t, err)
-			require.Equal(t, len(syms) == 5000, ix.addrs == nil, "compact")
-			sizeOf := func(i int) uint64 {
-				for j := i + 1; j < len(syms); j++ {
-					if syms[j].addr != syms[i].addr {
-						return syms[j].addr - syms[i].addr
-					}
-				}
-				return end - syms[i].addr
-			}
-			all := collect(ix, Query{Kind: All})
-			require.Len(t, all, len(syms))
-			for i, s := range syms {
-				want := Symbol{Name: s.name, Addr: s.addr, Size: sizeOf(i), SizeDerived: true, Kind: s.kind}
-				require.Equal(t, want, all[i], "symbol %d", i)
-				size, derived := ix.Size(i)
-				require.True(t, derived)
-				require.Equal(t, want.Size, size)
-			}
-			for q := 0; q < 3000; q++ {
-				var addr uint64
-				if q%2 == 0 {
-					addr = syms[r.IntN(len(syms))].addr + uint64(r.IntN(3))
-				} else {
-					addr = syms[r.IntN(len(syms))].addr + uint64(r.IntN(600)) - 300
-					if q%10 == 1 {
-						addr = r.Uint64()
-					}
-				}
-				var want []string
-				for i := len(syms) - 1; i >= 0; i-- {
-					if syms[i].addr <= addr {
-						g := syms[i].addr
-						if addr-g < sizeOf(i) {
-							for i > 0 && syms[i-1].addr == g {
-								i--
-							}
-							for ; i < len(syms) && syms[i].addr == g; i++ {
-								want = append(want, syms[i].name)
-							}
-						}
-						break
-					}
-				}
-				require.Equal(t, want, names(collect(ix, Query{Kind: ByAddr, Addr: addr})), "addr %#x", addr)
-			}
-			queries := []string{"", "__pfx", "__pfx_", "zz", "a", "~"}
-			for q := 0; q < 2000; q++ {
-				queries = append(queries, fmt.Sprintf("%s%d", prefixes[r.IntN(len(prefixes))], r.IntN(3100)))
-			}
-			for _, q := range queries {
-				var want []uint64
-				for _, s := range syms {
-					if s.name == q {
-						want = append(want, s.addr)
-					}
-				}
-				var got []uint64
-				for _, s := range collect(ix, Query{Kind: ByName, Name: q}) {
-					got = append(got, s.Addr)
-				}
-				require.Equal(t, want, got, "name %q", q)
-			}
+			checkLarge(t, ix, syms, prefixes, r, end)
 		})
+	}
+}
+
+func checkLarge(t *testing.T, ix *Index, syms []largeSym, prefixes []string, r *rand.Rand, end uint64) {
+	require.Equal(t, len(syms) == 5000, ix.addrs == nil, "compact")
+	sizeOf := func(i int) uint64 {
+		for j := i + 1; j < len(syms); j++ {
+			if syms[j].addr != syms[i].addr {
+				return syms[j].addr - syms[i].addr
+			}
+		}
+		return end - syms[i].addr
+	}
+	all := collect(ix, Query{Kind: All})
+	require.Len(t, all, len(syms))
+	for i, s := range syms {
+		want := Symbol{Name: s.name, Addr: s.addr, Size: sizeOf(i), SizeDerived: true, Kind: s.kind}
+		require.Equal(t, want, all[i], "symbol %d", i)
+		size, derived := ix.Size(i)
+		require.True(t, derived)
+		require.Equal(t, want.Size, size)
+	}
+	for q := 0; q < 3000; q++ {
+		var addr uint64
+		if q%2 == 0 {
+			addr = syms[r.IntN(len(syms))].addr + uint64(r.IntN(3))
+		} else {
+			addr = syms[r.IntN(len(syms))].addr + uint64(r.IntN(600)) - 300
+			if q%10 == 1 {
+				addr = r.Uint64()
+			}
+		}
+		var want []string
+		for i := len(syms) - 1; i >= 0; i-- {
+			if syms[i].addr <= addr {
+				g := syms[i].addr
+				if addr-g < sizeOf(i) {
+					for i > 0 && syms[i-1].addr == g {
+						i--
+					}
+					for ; i < len(syms) && syms[i].addr == g; i++ {
+						want = append(want, syms[i].name)
+					}
+				}
+				break
+			}
+		}
+		require.Equal(t, want, names(collect(ix, Query{Kind: ByAddr, Addr: addr})), "addr %#x", addr)
+	}
+	queries := []string{"", "__pfx", "__pfx_", "zz", "a", "~"}
+	for q := 0; q < 2000; q++ {
+		queries = append(queries, fmt.Sprintf("%s%d", prefixes[r.IntN(len(prefixes))], r.IntN(3100)))
+	}
+	for _, q := range queries {
+		var want []uint64
+		for _, s := range syms {
+			if s.name == q {
+				want = append(want, s.addr)
+			}
+		}
+		var got []uint64
+		for _, s := range collect(ix, Query{Kind: ByName, Name: q}) {
+			got = append(got, s.Addr)
+		}
+		require.Equal(t, want, got, "name %q", q)
+	}
+}
+
+// TestNewSortedErrors checks that NewSorted refuses what it cannot index.
+func TestNewSortedErrors(t *testing.T) {
+	addrs := func(v ...uint64) func(int, []uint64) error {
+		return func(first int, out []uint64) error { copy(out, v[first:]); return nil }
+	}
+	_, err := NewSorted("k", "", []byte("Ta"), nil, addrs(), 0)
+	require.ErrorContains(t, err, "start at 0")
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 2}, addrs(1, 2), 0)
+	require.ErrorContains(t, err, "symbol 1 has no type letter")
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 5}, addrs(1, 2), 0)
+	require.ErrorContains(t, err, "past the 4-byte buffer")
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, addrs(2, 1), 0)
+	require.ErrorContains(t, err, "symbol 1 at 0x1 is below")
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, func(int, []uint64) error { return fmt.Errorf("unreadable") }, 0)
+	require.ErrorContains(t, err, "unreadable")
+	ix, err := NewSorted("k", "", nil, []uint32{0}, addrs(), 0)
+	require.NoError(t, err)
+	require.Zero(t, ix.Len())
+	require.Empty(t, collect(ix, Query{Kind: ByName, Name: "a"}))
+	require.Empty(t, collect(ix, Query{Kind: ByAddr, Addr: 1}))
+}
+
+// TestNameIndexSmall checks lookups by name on indexes of every small size,
+// where the bucket count and tag width are at their edges.
+func TestNameIndexSmall(t *testing.T) {
+	for n := 0; n <= 70; n++ {
+		b := NewBuilder("k", "")
+		var want []string
+		for i := range n {
+			name := fmt.Sprintf("s%d", i%(n/3+1))
+			want = append(want, name)
+			b.AddString(uint64(i), 'T', name)
+		}
+		ix, err := b.Build()
+		require.NoError(t, err)
+		for q := range n/3 + 2 {
+			name := fmt.Sprintf("s%d", q)
+			var w []uint64
+			for i, s := range want {
+				if s == name {
+					w = append(w, uint64(i))
+				}
+			}
+			var got []uint64
+			for _, s := range collect(ix, Query{Kind: ByName, Name: name}) {
+				got = append(got, s.Addr)
+			}
+			require.Equal(t, w, got, "n=%d %s", n, name)
+		}
 	}
 }
 
