@@ -181,6 +181,7 @@ func (ld *loader) regions(m *Module, buf []byte) {
 	}
 	switch l.mem {
 	case memArray:
+		m.Regions = make([]Region, 0, l.memCount)
 		for i := uint64(0); i < l.memCount; i++ {
 			off := l.memArr.off + i*l.memStride
 			base, _ := ld.uint(buf, fld{off: off + l.memBase.off, size: ld.ptr, ok: true})
@@ -196,6 +197,7 @@ func (ld *loader) regions(m *Module, buf []byte) {
 			add(r)
 		}
 	case memLayout:
+		m.Regions = make([]Region, 0, 2)
 		for _, lay := range []struct {
 			f    fld
 			name string
@@ -214,6 +216,7 @@ func (ld *loader) regions(m *Module, buf []byte) {
 			add(r)
 		}
 	case memFields:
+		m.Regions = make([]Region, 0, 2)
 		at := func(f fld) uint64 { v, _ := ld.uint(buf, f); return v }
 		add(Region{Name: "core", Base: at(l.oldCore), Size: at(l.oldCoreSize), TextSize: at(l.oldCoreText)})
 		m.TextBase = at(l.oldCore)
