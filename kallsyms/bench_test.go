@@ -200,26 +200,25 @@ func newCorpusBench(g *testutil.CorpusGuest, f testutil.DumpFormat) (*corpusBenc
 	return &corpusBench{mem: mem, info: d.Info(), opt: opt}, nil
 }
 
-// BenchmarkExpandCorpus is BenchmarkExpand and BenchmarkCopyNames on the
-// largest real kernel of the corpus: "expand" is a whole Load, "copy" a
-// plain copy of the expanded names (type letters included) it produces.
-func BenchmarkExpandCorpus(b *testing.B) {
+// BenchmarkCorpus measures the largest real kernel of the corpus: "expand"
+// is a whole Load, "copy" a plain copy of the expanded names (type letters
+// included) it produces, and the lookups query every 41st symbol. The
+// index's memory is reported before and after its first lookup by name.
+func BenchmarkCorpus(b *testing.B) {
 	c := loadCorpusBench(b)
 	res, err := Load(c.mem, c.info, c.opt)
 	if err != nil {
 		b.Fatal(err)
 	}
-	names := namesBytes(res.Index)
+	ix := res.Index
+	names := namesBytes(ix)
 	b.Run("expand", func(b *testing.B) {
 		b.SetBytes(int64(len(names)))
 		b.ReportAllocs()
-		var ix *symfinder.Index
 		for b.Loop() {
-			res, err := Load(c.mem, c.info, c.opt)
-			if err != nil {
+			if _, err := Load(c.mem, c.info, c.opt); err != nil {
 				b.Fatal(err)
 			}
-			ix = res.Index
 		}
 		b.ReportMetric(float64(ix.MemoryBytes()-len(names))/float64(ix.Len()), "index-B/sym")
 	})
@@ -230,5 +229,28 @@ func BenchmarkExpandCorpus(b *testing.B) {
 			dst := make([]byte, len(names))
 			copy(dst, names)
 		}
+	})
+	var qs []symfinder.Symbol
+	for i := 0; i < ix.Len(); i += 41 {
+		qs = append(qs, ix.Symbol(i))
+	}
+	b.Run("ByAddr", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			s := &qs[i%len(qs)]
+			i++
+			_ = ix.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: s.Addr + s.Size/2}, func(symfinder.Symbol) bool { return false })
+		}
+	})
+	b.Run("ByName", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			s := &qs[i%len(qs)]
+			i++
+			_ = ix.Find(symfinder.Query{Kind: symfinder.ByName, Name: s.Name}, func(symfinder.Symbol) bool { return false })
+		}
+		b.ReportMetric(float64(ix.MemoryBytes()-len(names))/float64(ix.Len()), "index-B/sym")
 	})
 }

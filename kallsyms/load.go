@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/nozero"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
@@ -339,121 +343,260 @@ func (t *tables) readSeqs() ([]uint32, error) {
 	return perm, nil
 }
 
-// windowBlocks is how many 256-entry blocks of names expandAll reads at a
-// time when it does not hold all of names: about 56 KiB on a real kernel,
-// so the window stays in cache while it expands.
-const windowBlocks = 16
+// Whole expansion runs on up to maxWorkers goroutines (GOMAXPROCS
+// permitting), each over a run of at least minPartBlocks 256-entry blocks:
+// the token expansion is three quarters of the work and needs nothing
+// from its neighbours but where its run starts in names, which the
+// markers give.
+const maxWorkers = 4
+
+// minPartBlocks is the fewest blocks worth a worker of their own; tests
+// lower it (and set parts) to split small tables.
+var minPartBlocks = 64
+
+// forceParts, when positive, is the number of parts split makes
+// regardless of GOMAXPROCS, for tests.
+var forceParts = 0
+
+// regionMargin is how much larger than the sampled ratio predicts a part's
+// region is; tests shrink it, part by part, to make parts outgrow their
+// regions.
+var regionMargin = []float64{1.1}
+
+// part is one worker's share of the expansion: symbols [i0, i1) (blocks
+// [k0, k1)) from names[m0:m1], written to out.
+type part struct {
+	k0, k1, i0, i1, m0, m1 int
+	out                    []byte // expanded names; a region of the shared buffer unless it outgrew it
+	own                    bool   // out is the worker's own buffer
+	f                      *filter
+	err                    error
+}
 
 // expandAll decodes every symbol into an Index, checking every marker,
 // the sort order, and VMCOREINFO's symbols on the way.
+//
+// It reads names and the address table whole (growing the buffers as the
+// reads succeed, so a count no dump backs allocates nothing large), splits
+// the blocks into parts of about equal names bytes, and expands the parts
+// concurrently into regions of one buffer sized from a sample of the
+// expansion ratio; the regions are then closed up (a part that outgrew its
+// region brought its own buffer) and the Index adopts the buffer.
 func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
-	// names is the window of kallsyms_names being expanded, starting at
-	// offset base: all of it when a scan read it, else windowBlocks blocks
-	// at a time, read as the expansion reaches them.
-	names, base := t.whole, 0
-	var scratch []byte
-	b := symfinder.NewBuilder(FinderName, "")
-	// Names are expanded straight into the index's buffer. Its size is
-	// not known before expanding; start from a typical ratio and, when it
-	// runs out, re-estimate from the ratio so far (growth copies what is
-	// done and zeroes only the new room).
-	b.ExpectSorted()
-	b.Grow(t.n, 0)
-	dst := make([]byte, 0, expandEstimate(t.namesLen, 0, 0))
-	f := newFilter(info)
-	off := 0
-	prev := uint64(0)
-	// Addresses are read a window at a time too, into a buffer of their
-	// own, not through the lazy finder's chunk cache.
-	w := 4
-	if t.enc == Absolute {
-		w = t.lay.PtrSize
+	names := t.whole
+	if names == nil {
+		var err error
+		if names, err = readChunked(t.r, t.lay.Names.Addr, uint64(t.namesLen), "kallsyms_names"); err != nil {
+			return nil, err
+		}
 	}
-	var addrWin []byte
-	var addrs []uint64
-	addrBase := 0
-	for i := range t.n {
-		if i%(256*windowBlocks) == 0 {
-			cnt := min(256*windowBlocks, t.n-i)
-			if addrWin == nil {
-				addrWin = make([]byte, w*cnt)
-				addrs = make([]uint64, cnt)
-			}
-			at := t.tableVA + uint64(w*i)
-			if err := memory.ReadFull(t.r, addrWin[:w*cnt], at); err != nil {
-				return nil, fmt.Errorf("kallsyms: address table at %#x: %w", at, err)
-			}
-			decodeWindow(addrs[:cnt], t.enc, addrWin, i, t.bo, t.lay.PtrSize, t.base, t.tableVA)
-			addrBase = i
-		}
-		if i&255 == 0 {
-			k := i >> 8
-			if uint32(off) != t.markers[k] {
-				return nil, corrupt(t.lay.Markers.Addr+uint64(k*t.lay.MarkerSize), uint64(t.markers[k]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", k, i, off)
-			}
-			if t.whole == nil && k%windowBlocks == 0 {
-				end := t.namesLen
-				if k+windowBlocks < len(t.markers) {
-					end = int(t.markers[k+windowBlocks])
-				}
-				if end < off {
-					return nil, corrupt(t.lay.Markers.Addr+uint64((k+windowBlocks)*t.lay.MarkerSize), uint64(end), "kallsyms_markers[%d] is below kallsyms_markers[%d]", k+windowBlocks, k)
-				}
-				if cap(scratch) < end-off {
-					scratch = make([]byte, end-off)
-				}
-				names, base = scratch[:end-off], off
-				addr := t.lay.Names.Addr + uint64(off)
-				if err := memory.ReadFull(t.r, names, addr); err != nil {
-					return nil, fmt.Errorf("kallsyms: kallsyms_names at %#x: %w", addr, err)
-				}
-			}
-		}
-		codes, next, ok := entry(names, off-base, t.big)
-		if !ok {
-			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed or crosses the next window's kallsyms_markers", i)
-		}
-		if need := max(t.tok.room, 16) * (next - codes); cap(dst)-len(dst) < need {
-			grown := make([]byte, len(dst), max(expandEstimate(t.namesLen, off, len(dst)), len(dst)+need))
-			copy(grown, dst)
-			dst = grown
-		}
-		o := len(dst)
-		dst = t.tok.expand(dst, names[codes:next])
-		if l := len(dst) - o; l == 0 || l > maxExpanded {
-			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(l), "names entry %d expands to %d bytes", i, l)
-		}
-		a := addrs[i-addrBase] & t.mask
-		if a < prev {
-			return nil, corrupt(t.lay.Addresses.Addr, uint64(i), "symbol %d is below the one before it", i)
-		}
-		prev = a
-		f.check(dst[o+1:], a)
-		b.AddAppended(a, dst)
-		off = base + next
+	// The address table is read whole too: the workers look up the
+	// addresses of the names the filter watches, and the index is built
+	// from it after them.
+	w := t.addrWidth()
+	raw, err := readChunked(t.r, t.tableVA, uint64(w*t.n), "address table")
+	if err != nil {
+		return nil, err
 	}
-	if off != t.namesLen {
-		return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
+	parts := t.split()
+	ratio := t.sampleRatio(names)
+	var sizes []int
+	total := 0
+	for j, p := range parts {
+		sz := int(float64(p.m1-p.m0)*ratio*regionMargin[j%len(regionMargin)]) + 4096
+		sizes = append(sizes, sz)
+		total += sz
+	}
+	// Neither buffer is zeroed: the workers write every byte that is kept,
+	// taking the page faults of their own regions in parallel.
+	buf := nozero.Bytes(total)[:total]
+	nameOff := nozero.Uint32s(t.n + 1)[:t.n+1]
+	nameOff[0] = 0
+	var wg sync.WaitGroup
+	at := 0
+	for j := range parts {
+		p := &parts[j]
+		p.f = newFilter(info)
+		region := buf[at : at : at+sizes[j]]
+		at += sizes[j]
+		if j == len(parts)-1 {
+			t.expandPart(p, names, region, nameOff, raw)
+			break
+		}
+		wg.Go(func() { t.expandPart(p, names, region, nameOff, raw) })
+	}
+	wg.Wait()
+	f := parts[0].f
+	pos := 0
+	for j := range parts {
+		p := &parts[j]
+		if p.err != nil {
+			return nil, p.err
+		}
+		if j > 0 {
+			f.merge(p.f)
+		}
+		pos += len(p.out)
+	}
+	if slices.ContainsFunc(parts, func(p part) bool { return p.own }) {
+		// A part outgrew its region: moving it into place could overwrite
+		// a later part's region before that moves. Gather into a new
+		// buffer instead.
+		buf = make([]byte, pos)
+	}
+	pos = 0
+	for j := range parts {
+		p := &parts[j]
+		copy(buf[pos:], p.out) // memmove: closes the gap before the region
+		if pos != 0 {
+			for i := p.i0 + 1; i <= p.i1; i++ {
+				nameOff[i] += uint32(pos)
+			}
+		}
+		pos += len(p.out)
+	}
+	if uint64(pos) > math.MaxUint32 {
+		return nil, corrupt(t.lay.Names.Addr, uint64(pos), "names expand to %d bytes", pos)
 	}
 	if err := f.err(); err != nil {
 		return nil, err
 	}
-	b.SetDerivedEnd(f.end())
+	prev := uint64(0)
+	addrs := func(first int, out []uint64) error {
+		decodeWindow(out, t.enc, raw[w*first:], first, t.bo, t.lay.PtrSize, t.base, t.tableVA)
+		for j, a := range out {
+			a &= t.mask
+			if a < prev {
+				return corrupt(t.lay.Addresses.Addr, uint64(first+j), "symbol %d is below the one before it", first+j)
+			}
+			out[j], prev = a, a
+		}
+		return nil
+	}
 	// seqs_of_names is not read: the index hashes names for lookups,
 	// which is cheaper than checking the kernel's order would be.
-	return b.Build()
+	return symfinder.NewSorted(FinderName, "", buf[:pos], nameOff, addrs, f.end())
+}
+
+// split divides the blocks into parts of about equal names bytes, one per
+// worker.
+func (t *tables) split() []part {
+	nb := len(t.markers)
+	np := min(runtime.GOMAXPROCS(0), maxWorkers)
+	if forceParts > 0 {
+		np = forceParts
+	}
+	np = max(1, min(np, nb/minPartBlocks))
+	parts := make([]part, 0, np)
+	k := 0
+	for j := range np {
+		k1 := nb
+		if j < np-1 {
+			goal := t.namesLen / np * (j + 1)
+			k1 = k + 1
+			for k1 < nb-(np-1-j) && int(t.markers[k1]) < goal {
+				k1++
+			}
+		}
+		p := part{k0: k, k1: k1, i0: 256 * k, i1: min(256*k1, t.n), m0: int(t.markers[k]), m1: t.namesLen}
+		if k1 < nb {
+			p.m1 = int(t.markers[k1])
+		}
+		parts = append(parts, p)
+		k = k1
+	}
+	return parts
+}
+
+// sampleBlocks is how many blocks sampleRatio expands.
+const sampleBlocks = 16
+
+// sampleRatio estimates expanded bytes per names byte from a few blocks
+// spread over the table (1.4–1.9 on real kernels). Malformed entries end
+// the sample; the expansion proper reports them.
+func (t *tables) sampleRatio(names []byte) float64 {
+	nb := len(t.markers)
+	in, out := 0, 0
+	var scratch []byte
+	for s := range min(sampleBlocks, nb) {
+		k := s * nb / min(sampleBlocks, nb)
+		off := int(t.markers[k])
+		for range min(256, t.n-256*k) {
+			codes, next, ok := entry(names, off, t.big)
+			if !ok {
+				break
+			}
+			scratch = t.tok.expand(scratch[:0], names[codes:next])
+			in += next - off
+			out += len(scratch)
+			off = next
+		}
+	}
+	if in == 0 {
+		return 2
+	}
+	return max(1, float64(out)/float64(in))
+}
+
+// expandPart expands part p of names into dst (len 0), writing each
+// symbol's end, relative to the part's output, to nameOff[i+1]. A part
+// that outgrows dst continues in a buffer of its own.
+func (t *tables) expandPart(p *part, names, dst []byte, nameOff []uint32, raw []byte) {
+	off := p.m0
+	room := max(t.tok.room, 16)
+	w := t.addrWidth()
+	for i := p.i0; i < p.i1; i++ {
+		if i&255 == 0 {
+			k := i >> 8
+			if uint32(off) != t.markers[k] {
+				p.err = corrupt(t.lay.Markers.Addr+uint64(k*t.lay.MarkerSize), uint64(t.markers[k]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", k, i, off)
+				return
+			}
+		}
+		codes, next, ok := entry(names[:p.m1], off, t.big)
+		if !ok {
+			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed or crosses the next block's kallsyms_markers", i)
+			return
+		}
+		if need := room * (next - codes); cap(dst)-len(dst) < need {
+			grown := make([]byte, len(dst), max(expandEstimate(p.m1-p.m0, off-p.m0, len(dst)), len(dst)+need))
+			copy(grown, dst)
+			dst, p.own = grown, true
+		}
+		o := len(dst)
+		dst = t.tok.expand(dst, names[codes:next])
+		if l := len(dst) - o; l == 0 || l > maxExpanded {
+			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(l), "names entry %d expands to %d bytes", i, l)
+			return
+		}
+		if uint64(len(dst)) > math.MaxUint32 {
+			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(len(dst)), "names expand past 4 GiB")
+			return
+		}
+		nameOff[i+1] = uint32(len(dst))
+		if name := dst[o+1:]; p.f.maybe(name) {
+			p.f.check(name, decodeAddr(t.enc, raw[w*i:], i, t.bo, t.lay.PtrSize, t.base, t.tableVA)&t.mask)
+		}
+		off = next
+	}
+	if off != p.m1 {
+		if p.m1 == t.namesLen {
+			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
+		} else {
+			p.err = corrupt(t.lay.Markers.Addr+uint64(p.k1*t.lay.MarkerSize), uint64(p.m1), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", p.k1, p.i1, off)
+		}
+		return
+	}
+	p.out = dst
 }
 
 // expandEstimate is how many bytes to reserve for expanded names when done
 // of the total bytes of names have expanded to out bytes: the ratio so far
-// applied to the rest, plus a margin. Before any, it reserves for the first
-// 1/32 at twice the size (real kernels expand 1.4–1.9 times), so the
-// estimate that matters comes from a sample of real names and the early
-// regrowth copies little.
+// applied to the rest, plus a margin.
 func expandEstimate(total, done, out int) int {
 	const slack = 64 << 10
 	if done == 0 {
-		return total/16 + slack
+		return 2*total + slack
 	}
 	rest := total - done
 	return out + int(float64(rest)*float64(out)/float64(done)*1.05) + slack
@@ -498,8 +641,15 @@ func newFilter(info *vmcoreinfo.Info) *filter {
 	return f
 }
 
+// maybe reports whether name may be one the filter watches; almost every
+// name is rejected by two table lookups.
+func (f *filter) maybe(name []byte) bool {
+	return len(name) > 0 && f.mask[name[0]]>>(len(name)&63)&1 != 0 && f.lastMask[name[len(name)-1]]>>(len(name)&63)&1 != 0
+}
+
+// check records name at a.
 func (f *filter) check(name []byte, a uint64) {
-	if len(name) == 0 || f.mask[name[0]]>>(len(name)&63)&1 == 0 || f.lastMask[name[len(name)-1]]>>(len(name)&63)&1 == 0 {
+	if !f.maybe(name) {
 		return
 	}
 	v, ok := f.want[string(name)]
@@ -520,6 +670,23 @@ func (f *filter) check(name []byte, a uint64) {
 		f.seen[string(name)] = true
 	} else {
 		f.other[string(name)] = a
+	}
+}
+
+// merge adds what g, a filter over later symbols, saw.
+func (f *filter) merge(g *filter) {
+	for n := range g.seen {
+		f.seen[n] = true
+	}
+	for n, a := range g.other {
+		if _, dup := f.other[n]; !dup {
+			f.other[n] = a
+		}
+	}
+	for n, a := range g.ends {
+		if _, dup := f.ends[n]; !dup {
+			f.ends[n] = a
+		}
 	}
 }
 

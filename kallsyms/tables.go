@@ -159,11 +159,15 @@ type block struct {
 // addrAt decodes the address of entry i. A part of the table that cannot
 // be read decodes as zeros; the fault is kept in t.addr (see addrTable).
 func (t *tables) addrAt(i int) uint64 {
-	w := 4
+	return decodeAddr(t.enc, t.addr.entry(i*t.addrWidth()), i, t.bo, t.lay.PtrSize, t.base, t.tableVA) & t.mask
+}
+
+// addrWidth is the size of an address table entry.
+func (t *tables) addrWidth() int {
 	if t.enc == Absolute {
-		w = t.lay.PtrSize
+		return t.lay.PtrSize
 	}
-	return decodeAddr(t.enc, t.addr.entry(i*w), i, t.bo, t.lay.PtrSize, t.base, t.tableVA) & t.mask
+	return 4
 }
 
 // decodeAddr decodes entry i, whose bytes start raw.
