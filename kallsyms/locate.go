@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/nozero"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -183,10 +184,15 @@ func readChunked(r memory.Reader, addr, size uint64, what string) ([]byte, error
 	if addr+size < addr {
 		return nil, corrupt(addr, size, "%s of %d bytes wraps the address space", what, size)
 	}
+	// The buffer grows (by doubling, up to size) only as reads succeed,
+	// and is not zeroed: every byte kept is read into.
 	var buf []byte
 	for done := uint64(0); done < size; {
 		n := min(size-done, readChunk)
-		buf = append(buf, make([]byte, n)...)
+		if uint64(cap(buf)) < done+n {
+			buf = append(nozero.Bytes(int(min(size, max(2*uint64(cap(buf)), done+n)))), buf...)
+		}
+		buf = buf[:done+n]
 		if err := memory.ReadFull(r, buf[done:done+n], addr+done); err != nil {
 			return nil, fmt.Errorf("kallsyms: %s at %#x: %w", what, addr, err)
 		}

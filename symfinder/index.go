@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/nozero"
 )
 
 // Index is an immutable symbol table stored as a struct of arrays, the form
@@ -282,7 +284,7 @@ func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(f
 	b.ExpectSorted()
 	ix := b.ix
 	ix.names, ix.nameOff, ix.derivedEnd = names[:nameOff[n]:nameOff[n]], nameOff, end
-	ix.addrLo = make([]uint32, 0, n)
+	ix.addrLo = nozero.Uint32s(n) // every element is appended below
 	const window = 4096
 	buf := make([]uint64, min(window, n))
 	for first := 0; first < n; first += window {
@@ -290,14 +292,24 @@ func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(f
 		if err := addrs(first, out); err != nil {
 			return nil, err
 		}
-		for j, a := range out {
-			if (first > 0 || j > 0) && a < b.last {
-				return nil, fmt.Errorf("symfinder: %s: symbol %d at %#x is below the one before it", name, first+j, a)
+		if b.compact && len(ix.hiRuns) > 0 {
+			// The common case: the window continues the last run, sorted.
+			hi, last := ix.hiRuns[len(ix.hiRuns)-1].hi, b.last
+			lo := ix.addrLo[len(ix.addrLo) : len(ix.addrLo)+len(out)]
+			j := 0
+			for ; j < len(out); j++ {
+				a := out[j]
+				if a < last || a&^math.MaxUint32 != hi {
+					break
+				}
+				lo[j], last = uint32(a), a
 			}
-			if b.compact && len(ix.hiRuns) > 0 && a&^math.MaxUint32 == ix.hiRuns[len(ix.hiRuns)-1].hi {
-				ix.addrLo = append(ix.addrLo, uint32(a))
-				b.last = a
-				continue
+			ix.addrLo, b.last = ix.addrLo[:len(ix.addrLo)+j], last
+			out = out[j:]
+		}
+		for _, a := range out {
+			if i := len(ix.addrLo) + len(ix.addrs); i > 0 && a < b.last {
+				return nil, fmt.Errorf("symfinder: %s: symbol %d at %#x is below the one before it", name, i, a)
 			}
 			b.addAddr(a)
 			b.last = a

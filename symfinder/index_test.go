@@ -472,3 +472,46 @@ func TestBuilderAddAppendedEmpty(t *testing.T) {
 	_, err := b.Build()
 	require.Error(t, err)
 }
+
+// TestNewSortedWindows checks NewSorted across several address windows
+// whose high halves change mid-window, compact and (with more runs than a
+// compact index keeps) wide, against a Builder.
+func TestNewSortedWindows(t *testing.T) {
+	for _, jumps := range [][]int{{4100, 9000, 15000}, {100, 5000, 5001, 9000, 9100, 12000, 12001, 13000, 14000, 19999}} {
+		const n = 20000
+		addrs := make([]uint64, n)
+		a := uint64(0xffffffff00000000) - 1<<40
+		for i := range addrs {
+			if slices.Contains(jumps, i) {
+				a += 1 << 33
+			}
+			a += uint64(i % 3 * 16)
+			addrs[i] = a
+		}
+		var nb []byte
+		off := []uint32{0}
+		b := NewBuilder("k", "")
+		for i, a := range addrs {
+			name := fmt.Sprintf("s%d", i)
+			nb = append(append(nb, 'T'), name...)
+			off = append(off, uint32(len(nb)))
+			b.AddString(a, 'T', name)
+		}
+		want, err := b.Build()
+		require.NoError(t, err)
+		got, err := NewSorted("k", "", nb, off, func(first int, out []uint64) error {
+			copy(out, addrs[first:])
+			return nil
+		}, 0)
+		require.NoError(t, err)
+		require.Equal(t, n, got.Len())
+		for i, a := range addrs {
+			require.Equal(t, a, got.Addr(i), "symbol %d", i)
+		}
+		require.Equal(t, collect(want, Query{Kind: All}), collect(got, Query{Kind: All}))
+		for i := 0; i < n; i += 97 {
+			q := Query{Kind: ByAddr, Addr: addrs[i] + 1}
+			require.Equal(t, collect(want, q), collect(got, q))
+		}
+	}
+}
