@@ -796,34 +796,45 @@ func compareBS(b []byte, s string) int {
 }
 
 // sortByAddr returns the source indexes ordered by address, equal addresses
-// in source order. When the addresses span less than 4 GiB (always, for a
-// module) it sorts packed (addr-min)<<32|index keys, which is several times
-// faster than a comparison sort through the index.
+// in source order. It is an LSD radix sort of the identity permutation on
+// addr-min, one pass per byte that varies (three for a typical module; a
+// module with an absolute per-CPU symbol needs more), so it is linear and
+// stable whatever the span.
 func sortByAddr(addrs []uint64) []uint32 {
-	perm := make([]uint32, len(addrs))
-	if len(addrs) == 0 {
-		return perm
-	}
-	lo, hi := slices.Min(addrs), slices.Max(addrs)
-	if hi-lo < 1<<32 {
-		keys := make([]uint64, len(addrs))
-		for i, a := range addrs {
-			keys[i] = (a-lo)<<32 | uint64(i)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			perm[i] = uint32(k)
-		}
-		return perm
-	}
+	n := len(addrs)
+	perm := make([]uint32, n)
 	for i := range perm {
 		perm[i] = uint32(i)
 	}
-	slices.SortFunc(perm, func(x, y uint32) int {
-		if c := cmp.Compare(addrs[x], addrs[y]); c != 0 {
-			return c
+	if n < 2 {
+		return perm
+	}
+	lo := slices.Min(addrs)
+	var x uint64 // the bits that vary
+	for _, a := range addrs {
+		x |= a - lo
+	}
+	tmp := make([]uint32, n)
+	src, dst := perm, tmp
+	for shift := 0; shift < 64 && x>>shift != 0; shift += 8 {
+		if byte(x>>shift) == 0 {
+			continue
 		}
-		return cmp.Compare(x, y)
-	})
-	return perm
+		var count [256]int
+		for _, i := range src {
+			count[byte((addrs[i]-lo)>>shift)]++
+		}
+		sum := 0
+		for k, c := range count {
+			count[k] = sum
+			sum += c
+		}
+		for _, i := range src {
+			b := byte((addrs[i] - lo) >> shift)
+			dst[count[b]] = i
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	return src
 }

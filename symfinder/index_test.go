@@ -1,6 +1,7 @@
 package symfinder
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -512,6 +513,29 @@ func TestNewSortedWindows(t *testing.T) {
 		for i := 0; i < n; i += 97 {
 			q := Query{Kind: ByAddr, Addr: addrs[i] + 1}
 			require.Equal(t, collect(want, q), collect(got, q))
+		}
+	}
+}
+
+// TestSortByAddr checks the radix sort against a stable comparison sort,
+// for narrow and wide spans with many equal addresses.
+func TestSortByAddr(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, spread := range []uint64{1, 300, 1 << 20, 1 << 40, 1<<64 - 1} {
+		for _, n := range []int{0, 1, 2, 3, 100, 5000} {
+			addrs := make([]uint64, n)
+			for i := range addrs {
+				addrs[i] = 0xffffffffc0000000 + r.Uint64N(spread)
+				if i%50 == 7 {
+					addrs[i] = 0x39000 // an absolute per-CPU symbol
+				}
+			}
+			want := make([]uint32, n)
+			for i := range want {
+				want[i] = uint32(i)
+			}
+			slices.SortStableFunc(want, func(x, y uint32) int { return cmp.Compare(addrs[x], addrs[y]) })
+			require.Equal(t, want, sortByAddr(addrs), "spread %#x n %d", spread, n)
 		}
 	}
 }
