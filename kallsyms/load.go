@@ -367,76 +367,92 @@ var regionMargin = []float64{1.1}
 // [k0, k1)) from names[m0:m1], written to out.
 type part struct {
 	k0, k1, i0, i1, m0, m1 int
-	out                    []byte // expanded names; a region of the shared buffer unless it outgrew it
-	own                    bool   // out is the worker's own buffer
-	f                      *filter
+	at                     int     // where its region starts in the shared buffer
+	out                    []byte  // expanded names; its region unless it outgrew it
+	own                    bool    // out is the worker's own buffer
+	f                      *filter // shared; workers only call maybe
+	hits                   []int   // symbols whose names f may watch
 	err                    error
 }
 
 // expandAll decodes every symbol into an Index, checking every marker,
 // the sort order, and VMCOREINFO's symbols on the way.
 //
-// It reads names and the address table whole (growing the buffers as the
-// reads succeed, so a count no dump backs allocates nothing large), splits
-// the blocks into parts of about equal names bytes, and expands the parts
-// concurrently into regions of one buffer sized from a sample of the
-// expansion ratio; the regions are then closed up (a part that outgrew its
-// region brought its own buffer) and the Index adopts the buffer.
+// It splits the blocks into parts of about equal names bytes and sizes a
+// region of one buffer for each from a sample of the expansion ratio. It
+// reads each part's names (growing the buffer only as reads succeed, so a
+// count no dump backs allocates nothing large) and hands it to a worker
+// before reading the next, the last part running on the calling
+// goroutine after it has read the address table (growing its buffer as
+// the reads succeed as well). The memory reader is only ever used by the
+// calling goroutine.
+// A part writes its names into its region and the absolute offsets of its
+// symbols into the shared offsets; the regions are then closed up. A part
+// that outgrows its region continues in a buffer of its own, and then
+// every part is gathered into a new buffer.
 func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
-	names := t.whole
-	if names == nil {
-		var err error
-		if names, err = readChunked(t.r, t.lay.Names.Addr, uint64(t.namesLen), "kallsyms_names"); err != nil {
-			return nil, err
-		}
-	}
-	// The address table is read whole too: the workers look up the
-	// addresses of the names the filter watches, and the index is built
-	// from it after them.
-	w := t.addrWidth()
-	raw, err := readChunked(t.r, t.tableVA, uint64(w*t.n), "address table")
+	parts := t.split()
+	ratio, err := t.sampleRatio()
 	if err != nil {
 		return nil, err
 	}
-	parts := t.split()
-	ratio := t.sampleRatio(names)
-	var sizes []int
 	total := 0
-	for j, p := range parts {
-		sz := int(float64(p.m1-p.m0)*ratio*regionMargin[j%len(regionMargin)]) + 4096
-		sizes = append(sizes, sz)
-		total += sz
+	for j := range parts {
+		p := &parts[j]
+		p.at = total
+		total += int(float64(p.m1-p.m0)*ratio*regionMargin[j%len(regionMargin)]) + 4096
 	}
 	// Neither buffer is zeroed: the workers write every byte that is kept,
 	// taking the page faults of their own regions in parallel.
 	buf := nozero.Bytes(total)[:total]
 	nameOff := nozero.Uint32s(t.n + 1)[:t.n+1]
 	nameOff[0] = 0
+	f := newFilter(info)
+	w := t.addrWidth()
+	var raw []byte
 	var wg sync.WaitGroup
-	at := 0
+	var readErr error
 	for j := range parts {
 		p := &parts[j]
-		p.f = newFilter(info)
-		region := buf[at : at : at+sizes[j]]
-		at += sizes[j]
-		if j == len(parts)-1 {
-			t.expandPart(p, names, region, nameOff, raw)
+		p.f = f
+		end := total
+		if j+1 < len(parts) {
+			end = parts[j+1].at
+		}
+		region := buf[p.at:p.at:end]
+		var src []byte
+		if t.whole != nil {
+			src = t.whole[p.m0:p.m1]
+		} else if src, readErr = readChunked(t.r, t.lay.Names.Addr+uint64(p.m0), uint64(p.m1-p.m0), "kallsyms_names"); readErr != nil {
 			break
 		}
-		wg.Go(func() { t.expandPart(p, names, region, nameOff, raw) })
+		if j == len(parts)-1 {
+			// The address table is read while the other parts expand.
+			if raw, readErr = readChunked(t.r, t.tableVA, uint64(w*t.n), "address table"); readErr != nil {
+				break
+			}
+			t.expandPart(p, src, region, nameOff)
+			break
+		}
+		wg.Go(func() { t.expandPart(p, src, region, nameOff) })
 	}
 	wg.Wait()
-	f := parts[0].f
-	pos := 0
+	if readErr != nil {
+		return nil, readErr
+	}
 	for j := range parts {
-		p := &parts[j]
-		if p.err != nil {
-			return nil, p.err
+		if parts[j].err != nil {
+			return nil, parts[j].err
 		}
-		if j > 0 {
-			f.merge(p.f)
-		}
+	}
+	// Close the regions up: each part moves down to where the one before
+	// it ended (a memmove within the buffer) and its offsets with it.
+	pos := 0
+	for _, p := range parts {
 		pos += len(p.out)
+	}
+	if uint64(pos) > math.MaxUint32 {
+		return nil, corrupt(t.lay.Names.Addr, uint64(pos), "names expand to %d bytes", pos)
 	}
 	if slices.ContainsFunc(parts, func(p part) bool { return p.own }) {
 		// A part outgrew its region: moving it into place could overwrite
@@ -445,18 +461,23 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		buf = make([]byte, pos)
 	}
 	pos = 0
-	for j := range parts {
-		p := &parts[j]
-		copy(buf[pos:], p.out) // memmove: closes the gap before the region
-		if pos != 0 {
+	for _, p := range parts {
+		copy(buf[pos:], p.out)
+		shift := uint32(pos)
+		if !p.own {
+			shift -= uint32(p.at) // its offsets are absolute in the shared buffer
+		}
+		if shift != 0 {
 			for i := p.i0 + 1; i <= p.i1; i++ {
-				nameOff[i] += uint32(pos)
+				nameOff[i] += shift
 			}
 		}
 		pos += len(p.out)
 	}
-	if uint64(pos) > math.MaxUint32 {
-		return nil, corrupt(t.lay.Names.Addr, uint64(pos), "names expand to %d bytes", pos)
+	for _, p := range parts {
+		for _, i := range p.hits {
+			f.check(buf[nameOff[i]+1:nameOff[i+1]], decodeAddr(t.enc, raw[w*i:], i, t.bo, t.lay.PtrSize, t.base, t.tableVA)&t.mask)
+		}
 	}
 	if err := f.err(); err != nil {
 		return nil, err
@@ -475,11 +496,11 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 	}
 	// seqs_of_names is not read: the index hashes names for lookups,
 	// which is cheaper than checking the kernel's order would be.
-	return symfinder.NewSorted(FinderName, "", buf[:pos], nameOff, addrs, f.end())
+	return symfinder.NewSorted(FinderName, "", buf[:nameOff[t.n]], nameOff, addrs, f.end())
 }
 
 // split divides the blocks into parts of about equal names bytes, one per
-// worker.
+// worker. Every part but the last has whole blocks of 256 symbols.
 func (t *tables) split() []part {
 	nb := len(t.markers)
 	np := min(runtime.GOMAXPROCS(0), maxWorkers)
@@ -509,81 +530,105 @@ func (t *tables) split() []part {
 }
 
 // sampleBlocks is how many blocks sampleRatio expands.
-const sampleBlocks = 16
+const sampleBlocks = 32
 
 // sampleRatio estimates expanded bytes per names byte from a few blocks
 // spread over the table (1.4–1.9 on real kernels). Malformed entries end
-// the sample; the expansion proper reports them.
-func (t *tables) sampleRatio(names []byte) float64 {
+// a block's sample; the expansion proper reports them.
+func (t *tables) sampleRatio() (float64, error) {
 	nb := len(t.markers)
+	ns := min(sampleBlocks, nb)
 	in, out := 0, 0
-	var scratch []byte
-	for s := range min(sampleBlocks, nb) {
-		k := s * nb / min(sampleBlocks, nb)
-		off := int(t.markers[k])
+	var raw, scratch []byte
+	for s := range ns {
+		k := s * nb / ns
+		start, end := int(t.markers[k]), t.namesLen
+		if k+1 < nb {
+			end = int(t.markers[k+1])
+		}
+		var blk []byte
+		if t.whole != nil {
+			blk = t.whole[start:end]
+		} else {
+			raw = slices.Grow(raw[:0], end-start)[:end-start]
+			addr := t.lay.Names.Addr + uint64(start)
+			if err := memory.ReadFull(t.r, raw, addr); err != nil {
+				return 0, fmt.Errorf("kallsyms: kallsyms_names at %#x: %w", addr, err)
+			}
+			blk = raw
+		}
+		off := 0
 		for range min(256, t.n-256*k) {
-			codes, next, ok := entry(names, off, t.big)
+			codes, next, ok := entry(blk, off, t.big)
 			if !ok {
 				break
 			}
-			scratch = t.tok.expand(scratch[:0], names[codes:next])
+			scratch = t.tok.expand(scratch[:0], blk[codes:next])
 			in += next - off
 			out += len(scratch)
 			off = next
 		}
 	}
 	if in == 0 {
-		return 2
+		return 2, nil
 	}
-	return max(1, float64(out)/float64(in))
+	return max(1, float64(out)/float64(in)), nil
 }
 
-// expandPart expands part p of names into dst (len 0), writing each
-// symbol's end, relative to the part's output, to nameOff[i+1]. A part
-// that outgrows dst continues in a buffer of its own.
-func (t *tables) expandPart(p *part, names, dst []byte, nameOff []uint32, raw []byte) {
-	off := p.m0
+// expandPart expands part p from src (its names, starting at names offset
+// p.m0) into dst (len 0, the part's region), writing each symbol's end to
+// nameOff[i+1]: absolute in the shared buffer while in the region, and
+// relative to its own buffer once it has outgrown it.
+func (t *tables) expandPart(p *part, src, dst []byte, nameOff []uint32) {
+	off := 0
 	room := max(t.tok.room, 16)
-	w := t.addrWidth()
+	base := uint32(p.at)
 	for i := p.i0; i < p.i1; i++ {
 		if i&255 == 0 {
 			k := i >> 8
-			if uint32(off) != t.markers[k] {
-				p.err = corrupt(t.lay.Markers.Addr+uint64(k*t.lay.MarkerSize), uint64(t.markers[k]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", k, i, off)
+			if uint32(p.m0+off) != t.markers[k] {
+				p.err = corrupt(t.lay.Markers.Addr+uint64(k*t.lay.MarkerSize), uint64(t.markers[k]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", k, i, p.m0+off)
 				return
 			}
 		}
-		codes, next, ok := entry(names[:p.m1], off, t.big)
+		codes, next, ok := entry(src, off, t.big)
 		if !ok {
-			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed or crosses the next block's kallsyms_markers", i)
+			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), uint64(i), "names entry %d is malformed or crosses the next block's kallsyms_markers", i)
 			return
 		}
 		if need := room * (next - codes); cap(dst)-len(dst) < need {
-			grown := make([]byte, len(dst), max(expandEstimate(p.m1-p.m0, off-p.m0, len(dst)), len(dst)+need))
+			grown := make([]byte, len(dst), max(expandEstimate(p.m1-p.m0, off, len(dst)), len(dst)+need))
 			copy(grown, dst)
-			dst, p.own = grown, true
+			if !p.own {
+				for j := p.i0 + 1; j <= i; j++ {
+					nameOff[j] -= base
+				}
+				base, p.own = 0, true
+			}
+			dst = grown
 		}
 		o := len(dst)
-		dst = t.tok.expand(dst, names[codes:next])
+		dst = t.tok.expand(dst, src[codes:next])
 		if l := len(dst) - o; l == 0 || l > maxExpanded {
-			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(l), "names entry %d expands to %d bytes", i, l)
+			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), uint64(l), "names entry %d expands to %d bytes", i, l)
 			return
 		}
-		if uint64(len(dst)) > math.MaxUint32 {
-			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(len(dst)), "names expand past 4 GiB")
+		end := uint64(base) + uint64(len(dst))
+		if end > math.MaxUint32 {
+			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), end, "names expand past 4 GiB")
 			return
 		}
-		nameOff[i+1] = uint32(len(dst))
-		if name := dst[o+1:]; p.f.maybe(name) {
-			p.f.check(name, decodeAddr(t.enc, raw[w*i:], i, t.bo, t.lay.PtrSize, t.base, t.tableVA)&t.mask)
+		nameOff[i+1] = uint32(end)
+		if p.f.maybe(dst[o+1:]) {
+			p.hits = append(p.hits, i)
 		}
 		off = next
 	}
-	if off != p.m1 {
+	if p.m0+off != p.m1 {
 		if p.m1 == t.namesLen {
-			p.err = corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
+			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), uint64(p.m0+off), "names end before kallsyms_markers")
 		} else {
-			p.err = corrupt(t.lay.Markers.Addr+uint64(p.k1*t.lay.MarkerSize), uint64(p.m1), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", p.k1, p.i1, off)
+			p.err = corrupt(t.lay.Markers.Addr+uint64(p.k1*t.lay.MarkerSize), uint64(p.m1), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", p.k1, p.i1, p.m0+off)
 		}
 		return
 	}
@@ -670,23 +715,6 @@ func (f *filter) check(name []byte, a uint64) {
 		f.seen[string(name)] = true
 	} else {
 		f.other[string(name)] = a
-	}
-}
-
-// merge adds what g, a filter over later symbols, saw.
-func (f *filter) merge(g *filter) {
-	for n := range g.seen {
-		f.seen[n] = true
-	}
-	for n, a := range g.other {
-		if _, dup := f.other[n]; !dup {
-			f.other[n] = a
-		}
-	}
-	for n, a := range g.ends {
-		if _, dup := f.ends[n]; !dup {
-			f.ends[n] = a
-		}
 	}
 }
 
