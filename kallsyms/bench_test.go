@@ -158,11 +158,7 @@ var (
 
 const corpusBenchGuest = "deb13-6.12-amd64"
 
-func loadCorpusBenchT(b testing.TB) *corpusBench { return loadCorpusBenchTB(b) }
-
-func loadCorpusBench(b *testing.B) *corpusBench { return loadCorpusBenchTB(b) }
-
-func loadCorpusBenchTB(b testing.TB) *corpusBench {
+func loadCorpusBench(b *testing.B) *corpusBench {
 	g := testutil.CorpusGuestNamed(b, corpusBenchGuest)
 	dumps := g.AvailableDumps()
 	if len(dumps) == 0 {
