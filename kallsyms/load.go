@@ -410,8 +410,11 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 	f := newFilter(info)
 	w := t.addrWidth()
 	var raw []byte
-	var wg sync.WaitGroup
+	var wg, cwg sync.WaitGroup
+	defer cwg.Wait() // no goroutine outlives Load, whichever way it returns
 	var readErr error
+	var sorted *symfinder.SortedAddrs
+	var sortErr error
 	for j := range parts {
 		p := &parts[j]
 		p.f = f
@@ -431,6 +434,22 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 			if raw, readErr = readChunked(t.r, t.tableVA, uint64(w*t.n), "address table"); readErr != nil {
 				break
 			}
+			// The addresses are decoded and compacted on a goroutine of
+			// their own while the names expand and are closed up.
+			cwg.Go(func() {
+				prev := uint64(0)
+				sorted, sortErr = symfinder.CompactSorted(t.n, func(first int, out []uint64) error {
+					decodeWindow(out, t.enc, raw[w*first:], first, t.bo, t.lay.PtrSize, t.base, t.tableVA)
+					for j, a := range out {
+						a &= t.mask
+						if a < prev {
+							return corrupt(t.lay.Addresses.Addr, uint64(first+j), "symbol %d is below the one before it", first+j)
+						}
+						out[j], prev = a, a
+					}
+					return nil
+				})
+			})
 			t.expandPart(p, src, region, nameOff)
 			break
 		}
@@ -445,19 +464,42 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 			return nil, parts[j].err
 		}
 	}
-	// Close the regions up: each part moves down to where the one before
-	// it ended (a memmove within the buffer) and its offsets with it.
+	total = 0
+	for _, p := range parts {
+		total += len(p.out)
+	}
+	if uint64(total) > math.MaxUint32 {
+		return nil, corrupt(t.lay.Names.Addr, uint64(total), "names expand to %d bytes", total)
+	}
+	buf = closeUp(buf, parts, nameOff)
+	cwg.Wait()
+	if sortErr != nil {
+		return nil, sortErr
+	}
+	for _, p := range parts {
+		for _, i := range p.hits {
+			f.check(buf[nameOff[i]+1:nameOff[i+1]], decodeAddr(t.enc, raw[w*i:], i, t.bo, t.lay.PtrSize, t.base, t.tableVA)&t.mask)
+		}
+	}
+	if err := f.err(); err != nil {
+		return nil, err
+	}
+	// seqs_of_names is not read: the index hashes names for lookups,
+	// which is cheaper than checking the kernel's order would be.
+	return symfinder.NewSortedFrom(FinderName, "", sorted, buf[:nameOff[t.n]], nameOff, f.end())
+}
+
+// closeUp moves each part down to where the one before it ended (a
+// memmove within buf) and its offsets with it, and returns the buffer
+// holding all names, which is a new one when a part outgrew its region:
+// moving it into place could overwrite a later part's region before that
+// moves. The parts' total is below 4 GiB.
+func closeUp(buf []byte, parts []part, nameOff []uint32) []byte {
 	pos := 0
 	for _, p := range parts {
 		pos += len(p.out)
 	}
-	if uint64(pos) > math.MaxUint32 {
-		return nil, corrupt(t.lay.Names.Addr, uint64(pos), "names expand to %d bytes", pos)
-	}
 	if slices.ContainsFunc(parts, func(p part) bool { return p.own }) {
-		// A part outgrew its region: moving it into place could overwrite
-		// a later part's region before that moves. Gather into a new
-		// buffer instead.
 		buf = make([]byte, pos)
 	}
 	pos = 0
@@ -474,29 +516,7 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		}
 		pos += len(p.out)
 	}
-	for _, p := range parts {
-		for _, i := range p.hits {
-			f.check(buf[nameOff[i]+1:nameOff[i+1]], decodeAddr(t.enc, raw[w*i:], i, t.bo, t.lay.PtrSize, t.base, t.tableVA)&t.mask)
-		}
-	}
-	if err := f.err(); err != nil {
-		return nil, err
-	}
-	prev := uint64(0)
-	addrs := func(first int, out []uint64) error {
-		decodeWindow(out, t.enc, raw[w*first:], first, t.bo, t.lay.PtrSize, t.base, t.tableVA)
-		for j, a := range out {
-			a &= t.mask
-			if a < prev {
-				return corrupt(t.lay.Addresses.Addr, uint64(first+j), "symbol %d is below the one before it", first+j)
-			}
-			out[j], prev = a, a
-		}
-		return nil
-	}
-	// seqs_of_names is not read: the index hashes names for lookups,
-	// which is cheaper than checking the kernel's order would be.
-	return symfinder.NewSorted(FinderName, "", buf[:nameOff[t.n]], nameOff, addrs, f.end())
+	return buf[:pos]
 }
 
 // split divides the blocks into parts of about equal names bytes, one per
@@ -539,7 +559,8 @@ func (t *tables) sampleRatio() (float64, error) {
 	nb := len(t.markers)
 	ns := min(sampleBlocks, nb)
 	in, out := 0, 0
-	var raw, scratch []byte
+	var raw []byte
+	scratch := make([]byte, 0, max(t.tok.room, 16)*maxCodes) // room for the fast path
 	for s := range ns {
 		k := s * nb / ns
 		start, end := int(t.markers[k]), t.namesLen

@@ -267,26 +267,36 @@ func (b *Builder) Len() int {
 // of symbols first, first+1, ...; they must never decrease, or NewSorted
 // fails. An error from addrs is returned as is. end is where the highest
 // symbol ends (see Builder.SetDerivedEnd).
+//
+// NewSorted is CompactSorted followed by NewSortedFrom, which a caller
+// with other work to do between them may call itself.
 func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(first int, out []uint64) error, end uint64) (*Index, error) {
-	if len(nameOff) == 0 || nameOff[0] != 0 {
+	if len(nameOff) == 0 {
 		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
 	}
-	n := len(nameOff) - 1
-	for i, o := range nameOff[1:] {
-		if o <= nameOff[i] {
-			return nil, fmt.Errorf("symfinder: %s: symbol %d has no type letter", name, i)
-		}
+	a, err := CompactSorted(len(nameOff)-1, addrs)
+	if err != nil {
+		return nil, err
 	}
-	if int(nameOff[n]) > len(names) {
-		return nil, fmt.Errorf("symfinder: %s: names end at %d, past the %d-byte buffer", name, nameOff[n], len(names))
-	}
-	b := NewBuilder(name, module)
+	return NewSortedFrom(name, module, a, names, nameOff, end)
+}
+
+// SortedAddrs are the addresses of an Index built in bulk (see NewSorted),
+// compacted and with their search table, waiting for the names.
+type SortedAddrs struct {
+	ix *Index
+}
+
+// CompactSorted pulls the addresses of n symbols through addrs, as
+// NewSorted does, and prepares them for NewSortedFrom. It touches nothing
+// but what addrs does, so it may run while the caller finishes the names.
+func CompactSorted(n int, addrs func(first int, out []uint64) error) (*SortedAddrs, error) {
+	b := NewBuilder("", "")
 	b.ExpectSorted()
 	ix := b.ix
-	ix.names, ix.nameOff, ix.derivedEnd = names[:nameOff[n]:nameOff[n]], nameOff, end
 	ix.addrLo = nozero.Uint32s(n) // every element is appended below
 	const window = 4096
-	buf := make([]uint64, min(window, n))
+	buf := make([]uint64, min(window, max(n, 0)))
 	for first := 0; first < n; first += window {
 		out := buf[:min(window, n-first)]
 		if err := addrs(first, out); err != nil {
@@ -309,7 +319,7 @@ func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(f
 		}
 		for _, a := range out {
 			if i := len(ix.addrLo) + len(ix.addrs); i > 0 && a < b.last {
-				return nil, fmt.Errorf("symfinder: %s: symbol %d at %#x is below the one before it", name, i, a)
+				return nil, fmt.Errorf("symfinder: symbol %d at %#x is below the one before it", i, a)
 			}
 			b.addAddr(a)
 			b.last = a
@@ -325,6 +335,31 @@ func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(f
 		ix.compact()
 	}
 	ix.buildRadix()
+	return &SortedAddrs{ix: ix}, nil
+}
+
+// NewSortedFrom finishes the Index of a's symbols with their names (see
+// NewSorted). a must not be used again.
+func NewSortedFrom(name, module string, a *SortedAddrs, names []byte, nameOff []uint32, end uint64) (*Index, error) {
+	if len(nameOff) == 0 || nameOff[0] != 0 {
+		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
+	}
+	n := len(nameOff) - 1
+	if a == nil || a.ix == nil || a.ix.n != n {
+		return nil, fmt.Errorf("symfinder: %s: %d names for another number of addresses", name, n)
+	}
+	for i, o := range nameOff[1:] {
+		if o <= nameOff[i] {
+			return nil, fmt.Errorf("symfinder: %s: symbol %d has no type letter", name, i)
+		}
+	}
+	if int(nameOff[n]) > len(names) {
+		return nil, fmt.Errorf("symfinder: %s: names end at %d, past the %d-byte buffer", name, nameOff[n], len(names))
+	}
+	ix := a.ix
+	a.ix = nil
+	ix.name, ix.module = name, module
+	ix.names, ix.nameOff, ix.derivedEnd = names[:nameOff[n]:nameOff[n]], nameOff, end
 	return ix, nil
 }
 
