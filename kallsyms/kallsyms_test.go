@@ -319,6 +319,13 @@ func TestExpandParts(t *testing.T) {
 						require.NoError(t, err)
 						require.Equal(t, want, dumpAll(t, res.Index, g.ptr))
 					}
+					// Names too large to allocate for unread are read first.
+					old := maxUnreadNames
+					maxUnreadNames = 0
+					defer func() { maxUnreadNames = old }()
+					res, err := Load(s.mem, s.info, optsFor(g))
+					require.NoError(t, err)
+					require.Equal(t, want, dumpAll(t, res.Index, g.ptr))
 				})
 			}
 		}

@@ -378,24 +378,41 @@ type part struct {
 // expandAll decodes every symbol into an Index, checking every marker,
 // the sort order, and VMCOREINFO's symbols on the way.
 //
-// It splits the blocks into parts of about equal names bytes and sizes a
-// region of one buffer for each from a sample of the expansion ratio. It
-// reads each part's names (growing the buffer only as reads succeed, so a
-// count no dump backs allocates nothing large) and hands it to a worker
-// before reading the next, the last part running on the calling
-// goroutine after it has read the address table (growing its buffer as
-// the reads succeed as well). The memory reader is only ever used by the
-// calling goroutine.
-// A part writes its names into its region and the absolute offsets of its
-// symbols into the shared offsets; the regions are then closed up. A part
-// that outgrows its region continues in a buffer of its own, and then
-// every part is gathered into a new buffer.
+// It reads the address table, splits the blocks into parts of about
+// equal names bytes (one per worker, up to GOMAXPROCS and maxWorkers), and
+// sizes a region of one buffer for each from a sample of the expansion
+// ratio. It then reads each part's names (growing the buffer only as
+// reads succeed) and hands them to a worker before reading the next; the
+// last part runs on the calling goroutine, while another compacts the
+// addresses. The memory reader is only used by the calling goroutine.
+// Workers only note which names the VMCOREINFO filter may watch; the
+// calling goroutine checks them. A part writes its names into its region
+// and the absolute offsets of its symbols into the shared offsets; the
+// regions are then closed up. A part that outgrows its region continues
+// in a buffer of its own, and then every part is gathered into a new
+// buffer.
 func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
-	parts := t.split()
-	ratio, err := t.sampleRatio()
+	// The address table is read first (its buffer growing only as reads
+	// succeed): it shows the symbol count is real before the offsets are
+	// allocated for it.
+	w := t.addrWidth()
+	raw, err := readChunked(t.r, t.tableVA, uint64(w*t.n), "address table")
 	if err != nil {
 		return nil, err
 	}
+	names := t.whole
+	if names == nil && t.namesLen > maxUnreadNames {
+		// Too large to allocate for before reading: read it all first.
+		if names, err = readChunked(t.r, t.lay.Names.Addr, uint64(t.namesLen), "kallsyms_names"); err != nil {
+			return nil, err
+		}
+	}
+	parts := t.split()
+	ratio, err := t.sampleRatio(names)
+	if err != nil {
+		return nil, err
+	}
+	ratio = min(ratio, maxRegionRatio)
 	total := 0
 	for j := range parts {
 		p := &parts[j]
@@ -408,8 +425,6 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 	nameOff := nozero.Uint32s(t.n + 1)[:t.n+1]
 	nameOff[0] = 0
 	f := newFilter(info)
-	w := t.addrWidth()
-	var raw []byte
 	var wg, cwg sync.WaitGroup
 	defer cwg.Wait() // no goroutine outlives Load, whichever way it returns
 	var readErr error
@@ -424,16 +439,12 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 		}
 		region := buf[p.at:p.at:end]
 		var src []byte
-		if t.whole != nil {
-			src = t.whole[p.m0:p.m1]
+		if names != nil {
+			src = names[p.m0:p.m1]
 		} else if src, readErr = readChunked(t.r, t.lay.Names.Addr+uint64(p.m0), uint64(p.m1-p.m0), "kallsyms_names"); readErr != nil {
 			break
 		}
 		if j == len(parts)-1 {
-			// The address table is read while the other parts expand.
-			if raw, readErr = readChunked(t.r, t.tableVA, uint64(w*t.n), "address table"); readErr != nil {
-				break
-			}
 			// The addresses are decoded and compacted on a goroutine of
 			// their own while the names expand and are closed up.
 			cwg.Go(func() {
@@ -552,10 +563,23 @@ func (t *tables) split() []part {
 // sampleBlocks is how many blocks sampleRatio expands.
 const sampleBlocks = 32
 
+// maxRegionRatio caps the sampled ratio the regions are sized by: real
+// kernels expand 1.4–1.9 times, and a hostile token table that expands
+// more makes its parts grow buffers of their own as their output grows,
+// instead of one allocation sized by the sample.
+const maxRegionRatio = 3
+
+// maxUnreadNames is the most names bytes expandAll allocates for before
+// reading them (its regions, about twice that, are not touched until
+// written): a 6.12 kernel has 2.3 MB. Larger tables are read first, so
+// that an allocation sized by them follows proof that they are in the
+// dump. Tests lower it.
+var maxUnreadNames = 16 << 20
+
 // sampleRatio estimates expanded bytes per names byte from a few blocks
 // spread over the table (1.4–1.9 on real kernels). Malformed entries end
 // a block's sample; the expansion proper reports them.
-func (t *tables) sampleRatio() (float64, error) {
+func (t *tables) sampleRatio(names []byte) (float64, error) {
 	nb := len(t.markers)
 	ns := min(sampleBlocks, nb)
 	in, out := 0, 0
@@ -568,8 +592,8 @@ func (t *tables) sampleRatio() (float64, error) {
 			end = int(t.markers[k+1])
 		}
 		var blk []byte
-		if t.whole != nil {
-			blk = t.whole[start:end]
+		if names != nil {
+			blk = names[start:end]
 		} else {
 			raw = slices.Grow(raw[:0], end-start)[:end-start]
 			addr := t.lay.Names.Addr + uint64(start)
