@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
-
-	"github.com/kdumpsyms/kdumpsyms/internal/nozero"
 )
 
 // Index is an immutable symbol table stored as a struct of arrays, the form
@@ -294,7 +292,7 @@ func CompactSorted(n int, addrs func(first int, out []uint64) error) (*SortedAdd
 	b := NewBuilder("", "")
 	b.ExpectSorted()
 	ix := b.ix
-	ix.addrLo = nozero.Uint32s(n) // every element is appended below
+	ix.addrLo = make([]uint32, 0, max(n, 0))
 	const window = 4096
 	buf := make([]uint64, min(window, max(n, 0)))
 	for first := 0; first < n; first += window {
