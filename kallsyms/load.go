@@ -351,7 +351,7 @@ func (t *tables) readSeqs() ([]uint32, error) {
 const maxWorkers = 4
 
 // minPartBlocks is the fewest blocks worth a worker of their own; tests
-// lower it (and set parts) to split small tables.
+// lower it (and set forceParts) to split small tables.
 var minPartBlocks = 64
 
 // forceParts, when positive, is the number of parts split makes
