@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,6 +291,35 @@ func TestFlatHoles(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.ErrorIs(t, err, io.EOF)
 	require.False(t, Probe(bytes.NewReader(out)))
+}
+
+// TestResolveOverlaps checks the shortcuts for records in order and for
+// disjoint records out of order against the sweep.
+func TestResolveOverlaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name            string
+		shuffle, adjoin bool
+	}{{"in-order", false, false}, {"shuffled", true, false}, {"shuffled-adjoining", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var recs []flatSeg
+			off, fileOff := int64(0), int64(flatHeaderSize)
+			for range 200 {
+				if !tc.adjoin {
+					off += int64(r.IntN(3)) // some records adjoin, some leave holes
+				}
+				n := int64(1 + r.IntN(50))
+				recs = append(recs, flatSeg{off: off, n: n, fileOff: fileOff + flatRecordHeader})
+				off += n
+				fileOff += flatRecordHeader + n
+			}
+			if tc.shuffle {
+				r.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+			}
+			want := sweepOverlaps(slices.Clone(recs))
+			require.Equal(t, want, resolveOverlaps(slices.Clone(recs)))
+		})
+	}
 }
 
 func TestSplit(t *testing.T) {

@@ -107,8 +107,29 @@ func resolveOverlaps(recs []flatSeg) []flatSeg {
 	if sorted {
 		return mergeAdjacent(recs)
 	}
-	// Sweep over every boundary with a max-heap of the records covering
-	// the current point, keyed by stream order (later wins).
+	// Writers put records out of order without overlapping them (QEMU
+	// flushes its page-descriptor and page-data buffers in turn; a
+	// makedumpfile stream has hundreds of such records). Disjoint records
+	// need no sweep: their order in the stream does not matter.
+	byOff := slices.Clone(recs)
+	slices.SortFunc(byOff, func(a, b flatSeg) int { return cmpInt64(a.off, b.off) })
+	disjoint := true
+	for i := 1; i < len(byOff); i++ {
+		if byOff[i].off < byOff[i-1].off+byOff[i-1].n {
+			disjoint = false
+			break
+		}
+	}
+	if disjoint {
+		return mergeAdjacent(byOff)
+	}
+	return sweepOverlaps(recs)
+}
+
+// sweepOverlaps is resolveOverlaps for records that overlap: it sweeps
+// over every boundary with a max-heap of the records covering the current
+// point, keyed by stream order (later wins).
+func sweepOverlaps(recs []flatSeg) []flatSeg {
 	type rec struct {
 		flatSeg
 		seq int
