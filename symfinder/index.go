@@ -25,10 +25,11 @@ import (
 // 8-byte size is stored only for sources that record true sizes (module
 // symtabs), otherwise sizes are derived from the next higher address as the
 // kernel derives them. An address-order permutation exists only when the
-// source order is not already sorted by address. Every 64th address is
-// sampled into a small array that address lookups search first. A kernel's
-// index thus takes 8 bytes per symbol, plus 1/2 for the address samples,
-// plus 5–6 once looked up by name, plus the names: at most 14.5.
+// source order is not already sorted by address. A radix table over the
+// top 4 GiB of addresses (a bucket per 8 symbols or so) leaves address
+// lookups one short window to search. A kernel's index thus takes 8 bytes
+// per symbol, plus 1/2 for the radix table, plus 5–6 once looked up by
+// name, plus the names: at most 14.5 (13.9 measured on a 6.12 kernel).
 //
 // An Index is safe for concurrent use.
 type Index struct {
