@@ -3,6 +3,7 @@ package diskdump
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -173,12 +174,29 @@ func TestHostileFlattened(t *testing.T) {
 		{"huge-offset", rec(hdr(), 1<<62+1, 3, "abc"), "out of range"},
 		{"bad-type", func() []byte { h := hdr(); h[23] = 2; return h }(), "unknown flattened header"},
 	}
+	// The same records after a run of small ones, whose headers are read
+	// ahead, must fail alike and name the bad record's offset.
+	var run []byte
+	for i := range int64(5) {
+		run = rec(run, 10*i, 10, "0123456789")
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := newFlatReader(bytes.NewReader(tc.data), int64(len(tc.data)))
 			requireFormatError(t, err, tc.want)
 			_, err = NewDump(bytes.NewReader(tc.data))
 			requireFormatError(t, err, tc.want)
+			if tc.name == "bad-type" {
+				return
+			}
+			var fe *FormatError
+			require.ErrorAs(t, err, &fe)
+			require.Equal(t, int64(flatHeaderSize), fe.Off)
+			after := append(append(hdr(), run...), tc.data[flatHeaderSize:]...)
+			_, err = newFlatReader(bytes.NewReader(after), int64(len(after)))
+			requireFormatError(t, err, tc.want)
+			require.ErrorAs(t, err, &fe)
+			require.Equal(t, int64(flatHeaderSize+len(run)), fe.Off)
 		})
 	}
 	// A flattened stream of holes only cannot make Open allocate its
@@ -193,4 +211,51 @@ func TestHostileFlattened(t *testing.T) {
 	_, err := NewDump(bytes.NewReader(out))
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "bitmap") || strings.Contains(err.Error(), "max_mapnr"), err.Error())
+}
+
+// failingReader reads data up to limit and fails beyond it.
+type failingReader struct {
+	data  []byte
+	limit int64
+}
+
+var errDisk = errors.New("disk error")
+
+func (r failingReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= r.limit {
+		return 0, errDisk
+	}
+	n := copy(p, r.data[off:min(r.limit, int64(len(r.data)))])
+	if n < len(p) {
+		return n, errDisk
+	}
+	return n, nil
+}
+
+// TestFlatReadErrors fails reads inside a run of small records, whose
+// headers are read ahead: the error names the first header not read.
+func TestFlatReadErrors(t *testing.T) {
+	out := make([]byte, flatHeaderSize)
+	copy(out, sigFlat)
+	binary.BigEndian.PutUint64(out[16:], 1)
+	binary.BigEndian.PutUint64(out[24:], 1)
+	const recSize = flatRecordHeader + 10
+	for i := range int64(100) {
+		var h [16]byte
+		binary.BigEndian.PutUint64(h[0:], uint64(10*i))
+		binary.BigEndian.PutUint64(h[8:], 10)
+		out = append(append(out, h[:]...), "0123456789"...)
+	}
+	for _, limit := range []int64{flatHeaderSize + 1, flatHeaderSize + 5*recSize + 3, flatHeaderSize + 50*recSize + 15} {
+		_, err := newFlatReader(failingReader{out, limit}, int64(len(out)))
+		require.ErrorIs(t, err, errDisk)
+		first := int64(flatHeaderSize)
+		for first+flatRecordHeader <= limit {
+			first += recSize
+		}
+		require.Contains(t, err.Error(), fmt.Sprintf("flattened record at %#x:", first), "limit %d", limit)
+	}
+	f, err := newFlatReader(failingReader{out, int64(len(out))}, int64(len(out)))
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), f.Size())
 }
