@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 	"sync"
 	"unsafe"
 )
@@ -148,37 +147,6 @@ func (b *Builder) AddSized(addr, size uint64, kind byte, name []byte) {
 	}
 	b.ix.sizes = append(b.ix.sizes, size)
 	b.add(addr, kind, name)
-}
-
-// NameBuffer returns the index's names buffer, for a decoder that writes
-// names in place instead of handing Add a copy: append the next symbol's
-// type letter and then its name to the returned slice and pass the result
-// to AddAppended. Nothing else may be added in between.
-func (b *Builder) NameBuffer() []byte { return b.ix.names }
-
-// AddAppended appends a symbol whose size is to be derived and whose type
-// letter and name the caller appended to the slice NameBuffer returned;
-// names is that slice after the appends (it may have been reallocated). An
-// entry without a type letter makes Build fail.
-func (b *Builder) AddAppended(addr uint64, names []byte) {
-	if len(names) <= len(b.ix.names) && b.err == nil {
-		b.err = fmt.Errorf("symfinder: %s: symbol %d has no type letter", b.ix.name, b.Len())
-	}
-	if b.sized {
-		b.ix.sizes = append(b.ix.sizes, 0)
-	}
-	if unsafe.SliceData(names) == unsafe.SliceData(b.ix.names) && cap(names) == cap(b.ix.names) {
-		// Same buffer: store the length only, which needs no GC write
-		// barrier (this runs once per symbol).
-		b.ix.names = b.ix.names[:len(names)]
-	} else {
-		b.ix.names = names
-	}
-	b.addAddr(addr)
-	if uint64(len(names)) > math.MaxUint32 && b.err == nil {
-		b.err = fmt.Errorf("symfinder: %s: names exceed 4 GiB", b.ix.name)
-	}
-	b.ix.nameOff = append(b.ix.nameOff, uint32(len(names)))
 }
 
 // AddString is Add for a string name.
@@ -821,12 +789,6 @@ func (ix *Index) MemoryBytes() int {
 	return 8*cap(ix.addrs) + 4*cap(ix.addrLo) + 16*cap(ix.hiRuns) + 4*cap(ix.nameOff) + cap(ix.names) + 8*cap(ix.sizes) +
 		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 4*cap(ix.radix) +
 		4*cap(ix.byName.start) + 4*cap(ix.byName.entries)
-}
-
-// compareBS compares b with s bytewise without copying either (the
-// runtime's vectorized string comparison on a view of b).
-func compareBS(b []byte, s string) int {
-	return strings.Compare(unsafe.String(unsafe.SliceData(b), len(b)), s)
 }
 
 // sortByAddr returns the source indexes ordered by address, equal addresses

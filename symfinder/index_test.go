@@ -241,10 +241,10 @@ func BenchmarkIndexLookup(b *testing.B) {
 	b.ReportMetric(float64(ix.MemoryBytes()-len(ix.names))/n, "index-bytes/sym")
 }
 
-// TestIndexLargeBruteForce checks an index big enough for the sampled
-// top-level arrays against brute-force answers: aliases, duplicate names,
-// names sharing long prefixes, built with Add and with AddAppended, with
-// (growing the names buffer as a decoder does).
+// TestIndexLargeBruteForce checks an index big enough for its radix table
+// and name buckets against brute-force answers: aliases, duplicate names,
+// names sharing long prefixes, built with Add (expecting sorted addresses
+// or not) and in bulk with NewSorted.
 func TestIndexLargeBruteForce(t *testing.T) {
 	type sym = largeSym
 	r := rand.New(rand.NewPCG(3, 4))
@@ -282,10 +282,9 @@ func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Ra
 	end := a + 0x40
 	for _, tc := range []struct {
 		name      string
-		appended  bool
 		expect    bool
 		newSorted bool
-	}{{"add", false, false, false}, {"appended", true, false, false}, {"expect-sorted", false, true, false}, {"appended-expect-sorted", true, true, false}, {"new-sorted", false, false, true}} {
+	}{{"add", false, false}, {"expect-sorted", true, false}, {"new-sorted", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.newSorted {
 				var nb []byte
@@ -310,12 +309,7 @@ func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Ra
 			}
 			b.Grow(len(syms), 0)
 			for _, s := range syms {
-				if tc.appended {
-					buf := append(b.NameBuffer(), s.kind)
-					b.AddAppended(s.addr, append(buf, s.name...))
-				} else {
-					b.AddString(s.addr, s.kind, s.name)
-				}
+				b.AddString(s.addr, s.kind, s.name)
 			}
 			b.SetDerivedEnd(end)
 			ix, err := b.Build()
@@ -465,13 +459,6 @@ func TestBuilderExpectSortedWrong(t *testing.T) {
 	assert.Equal(t, []string{"b"}, names(collect(ix, Query{Kind: ByAddr, Addr: 0x27})))
 	assert.Empty(t, collect(ix, Query{Kind: ByAddr, Addr: 0x28}))
 	assert.Equal(t, 2, ix.Len())
-}
-
-func TestBuilderAddAppendedEmpty(t *testing.T) {
-	b := NewBuilder("k", "")
-	b.AddAppended(0x10, b.NameBuffer())
-	_, err := b.Build()
-	require.Error(t, err)
 }
 
 // TestNewSortedWindows checks NewSorted across several address windows
