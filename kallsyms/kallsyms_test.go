@@ -307,7 +307,7 @@ func withParts(t *testing.T, np int, margin ...float64) {
 // regions that fit and regions every part outgrows, gives the same table
 // as one part, and reports a broken marker or entry in any part.
 func TestExpandParts(t *testing.T) {
-	for _, g := range []gen{gens[0], gens[3], gens[5], gens[len(gens)-1]} {
+	for _, g := range []gen{gens[0], gens[3], gens[5], gens[8], gens[11], gens[len(gens)-1]} {
 		s := build(g, makeSyms(g, 3000)) // 12 blocks
 		want := procKallsyms(s.syms, g.ptr)
 		for _, np := range []int{2, 3, 4, 12, 13} {
