@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -39,6 +40,11 @@ type Dump struct {
 	cache pageCache
 	dec   decoders
 	desc  [pageDescSize]byte
+
+	// For reads of many pages (readMany): the pages to decode, and a
+	// decoder per extra goroutine.
+	jobs []pageJob
+	more []*decoders
 }
 
 // Probe reports whether r starts with a kdump-compressed header ("KDUMP   ",
@@ -392,6 +398,9 @@ func (d *Dump) ReadAt(p []byte, paddr uint64) (int, error) {
 		}
 	}
 	defer d.mu.Unlock()
+	if uint64(len(p)) >= manyPages*bs {
+		return d.readMany(p, paddr)
+	}
 	n := 0
 	for n < len(p) {
 		a := paddr + uint64(n)
@@ -405,6 +414,132 @@ func (d *Dump) ReadAt(p []byte, paddr uint64) (int, error) {
 		n += copy(p[n:], pg[a&(bs-1):])
 	}
 	return n, nil
+}
+
+// manyPages is how many pages a read must span for readMany, and
+// pagesPerWorker how many pages to decode make another goroutine worth it.
+const (
+	manyPages      = 16
+	pagesPerWorker = 8
+	maxWorkers     = 4
+)
+
+// pageJob is a whole page of a large read to decode straight into dst.
+type pageJob struct {
+	at  int // where dst starts in the read
+	dst []byte
+	pd  pageDesc
+	p   *part
+	pfn uint64
+	err error
+}
+
+// readMany is ReadAt for a read spanning many pages (the caller holds
+// d.mu): a kallsyms or BTF table, a module's symtab. Partial pages at
+// either end go through the cache as usual; whole pages are copied from
+// the cache when there, and otherwise decoded straight into p, on up to
+// maxWorkers goroutines (GOMAXPROCS permitting), each with a decoder of its
+// own. The result is what the page-by-page loop gives: the bytes up to the
+// first page that is missing or does not decode, and that page's error.
+func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
+	bs := uint64(1) << d.shift
+	n := 0
+	fault := func(a uint64, err error) error { return &memory.FaultError{Addr: a, Space: "physical", Err: err} }
+	// A partial first page.
+	if off := paddr & (bs - 1); off != 0 {
+		pg, err := d.page(paddr >> d.shift)
+		if err != nil {
+			return 0, fault(paddr, err)
+		}
+		n = copy(p, pg[off:])
+	}
+	// Whole pages: copied from the cache, or noted to decode, up to the
+	// first one not in the dump.
+	jobs := d.jobs[:0]
+	stop, stopErr := -1, error(nil)
+	for uint64(len(p)-n) >= bs {
+		a := paddr + uint64(n)
+		if a < paddr {
+			stop, stopErr = n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
+			break
+		}
+		pfn := a >> d.shift
+		if pg, ok := d.cache.get(pfn); ok {
+			n += copy(p[n:], pg)
+			continue
+		}
+		pd, part, err := d.descriptor(pfn)
+		if err != nil {
+			stop, stopErr = n, fault(a, err)
+			break
+		}
+		// dst's capacity ends with the page: a decoder may write up to its
+		// capacity (zstd's DecodeAll does), which would be the next page.
+		jobs = append(jobs, pageJob{at: n, dst: p[n : n+int(bs) : n+int(bs)], pd: pd, p: part, pfn: pfn})
+		n += int(bs)
+	}
+	d.decodeJobs(jobs)
+	d.jobs = jobs[:0]
+	for i := range jobs {
+		if err := jobs[i].err; err != nil {
+			at := jobs[i].at
+			clear(jobs)
+			return at, fault(paddr+uint64(at), err)
+		}
+	}
+	clear(jobs) // drop references to p and the parts
+	if stopErr != nil {
+		return stop, stopErr
+	}
+	// A partial last page.
+	if n < len(p) {
+		a := paddr + uint64(n)
+		if a < paddr {
+			return n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
+		}
+		pg, err := d.page(a >> d.shift)
+		if err != nil {
+			return n, fault(a, err)
+		}
+		n += copy(p[n:], pg)
+	}
+	return n, nil
+}
+
+// decodeJobs decodes the pages of jobs, each into its dst, recording each
+// page's error in its job. The caller holds d.mu.
+func (d *Dump) decodeJobs(jobs []pageJob) {
+	workers := min(runtime.GOMAXPROCS(0), maxWorkers, len(jobs)/pagesPerWorker)
+	if workers <= 1 {
+		for i := range jobs {
+			j := &jobs[i]
+			j.err = d.dec.load(j.dst, j.p.r, j.pd, j.pfn)
+		}
+		return
+	}
+	for len(d.more) < workers-1 {
+		d.more = append(d.more, &decoders{})
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		dec := &d.dec
+		if w > 0 {
+			dec = d.more[w-1]
+		}
+		lo, hi := w*len(jobs)/workers, (w+1)*len(jobs)/workers
+		run := func() {
+			for i := lo; i < hi; i++ {
+				j := &jobs[i]
+				j.err = dec.load(j.dst, j.p.r, j.pd, j.pfn)
+			}
+		}
+		if w == workers-1 {
+			run()
+			break
+		}
+		wg.Go(run)
+	}
+	wg.Wait()
 }
 
 // RawPage returns the page descriptor flags and the bytes stored for the

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -492,4 +493,86 @@ func TestLZOVectors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readPages reads like ReadAt, one page at a time: the reference a read of
+// many pages must match.
+func readPages(d *Dump, p []byte, paddr uint64) (int, error) {
+	bs := uint64(d.PageSize())
+	n := 0
+	for n < len(p) {
+		a := paddr + uint64(n)
+		m := min(len(p)-n, int(bs-a%bs))
+		k, err := d.ReadAt(p[n:n+m], a)
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// TestReadMany checks reads of many pages, decoded on several goroutines,
+// against page-by-page reads: every codec, cached and uncached pages,
+// partial pages at either end, an excluded page, and corrupt page data.
+func TestReadMany(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	b := newBuilder(6)
+	for pfn := range uint64(400) {
+		if pfn != 250 {
+			b.fill(pfn)
+		}
+	}
+	b.codec = func(pfn uint64) uint32 { return codecs[pfn%5].flag }
+	file := b.build(t)
+	bad := slices.Clone(file)
+	r := rand.New(rand.NewPCG(9, 9))
+	for range 20 { // corrupt bytes spread over the page data
+		bad[len(bad)/3+r.IntN(len(bad)/2)] ^= 0x5a
+	}
+	for _, data := range [][]byte{file, bad} {
+		many, ref := openBytes(t, data), openBytes(t, data)
+		var small [8]byte
+		for q := range 60 {
+			if q%3 == 0 { // leave some pages cached
+				_, _ = many.ReadAt(small[:], uint64(r.IntN(400))*4096)
+			}
+			addr := uint64(r.IntN(380 * 4096))
+			size := 16*4096 + r.IntN(60*4096)
+			if q%4 == 0 {
+				addr &^= 4095
+				size &^= 4095
+			}
+			got, want := make([]byte, size), make([]byte, size)
+			n, err := many.ReadAt(got, addr)
+			wn, werr := readPages(ref, want, addr)
+			require.Equal(t, wn, n, "read %#x+%#x", addr, size)
+			if i := firstDiff(want[:wn], got[:n]); i >= 0 {
+				t.Fatalf("read %#x+%#x: byte %#x (address %#x, pfn %d) differs", addr, size, i, addr+uint64(i), (addr+uint64(i))/4096)
+			}
+			if werr == nil {
+				require.NoError(t, err)
+				continue
+			}
+			require.Error(t, err)
+			require.Equal(t, werr.Error(), err.Error())
+			var fe, wfe *memory.FaultError
+			require.ErrorAs(t, err, &fe)
+			require.ErrorAs(t, werr, &wfe)
+			require.Equal(t, wfe.Addr, fe.Addr)
+		}
+	}
+}
+
+// firstDiff returns the first index where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
 }

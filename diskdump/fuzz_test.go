@@ -113,6 +113,21 @@ func runFuzzBody(t *testing.T, data []byte) {
 		}
 		d.ReadAt(buf, 0)
 		d.ReadAt(buf, ^uint64(0)-10)
+		// A read of many pages, decoded on several goroutines, must agree
+		// with reading them one by one.
+		if bs := uint64(h.BlockSize); bs <= 64<<10 {
+			for pfn := range d.SavedPFNs() {
+				many := make([]byte, 20*bs+100)
+				want := make([]byte, len(many))
+				at := pfn*bs + 50
+				n, err := d.ReadAt(many, at)
+				wn, werr := readPages(d, want, at)
+				if n != wn || (err == nil) != (werr == nil) || !bytes.Equal(many[:n], want[:wn]) {
+					t.Fatalf("read of many pages: %d, %v; page by page: %d, %v", n, err, wn, werr)
+				}
+				break
+			}
+		}
 		d.Compressions()
 		d.VMCOREINFO()
 	}
