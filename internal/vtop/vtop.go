@@ -194,37 +194,78 @@ func (t *translator) translateSlow(va uint64) (uint64, error) {
 	return t.walk(va)
 }
 
-// ReadAt implements memory.Reader over kernel virtual memory, page by page.
-// Where a page does not translate and Config.Virtual was given, that page
-// is read from Config.Virtual instead.
+// maxRun is the most ReadAt reads with one physical read: enough pages
+// for a compressed dump to decode on several goroutines, and less than the
+// size at which a copy bypasses the CPU caches (Go's memmove switches to
+// non-temporal stores for large moves), which made a 5 MB BTF read through
+// an ELF core leave the parser reading from memory: its phase went from
+// 12 to 15–40 ms.
+const maxRun = 256 << 10
+
+// ReadAt implements memory.Reader over kernel virtual memory. Pages that
+// translate to physically contiguous memory (the kernel image, the direct
+// map) are read with one physical read of up to maxRun bytes, which lets a
+// compressed dump decode them together. Where a page does not translate and
+// Config.Virtual was given, that page is read from Config.Virtual instead.
 func (t *translator) ReadAt(p []byte, va uint64) (int, error) {
 	done := 0
+	// A run of pages read so far only in translation: p[runStart:done]
+	// is physical memory from runPA on.
+	runStart, runPA := 0, uint64(0)
+	flush := func() error {
+		if runStart == done {
+			return nil
+		}
+		want := done - runStart
+		m, err := t.phys.ReadAt(p[runStart:done], runPA)
+		if m < want {
+			if err == nil {
+				err = memory.ErrNotSaved
+			}
+			done = runStart + m
+			return memory.Fault(va+uint64(done), space, fmt.Sprintf("read at physical %#x", runPA+uint64(m)), err)
+		}
+		runStart = done
+		return nil
+	}
 	for done < len(p) {
 		cur := va + uint64(done)
 		if done > 0 && cur == 0 {
+			if err := flush(); err != nil {
+				return done, err
+			}
 			return done, memory.Fault(va, space, fmt.Sprintf("read of %d bytes wraps the address space", len(p)), memory.ErrCorrupt)
 		}
 		n := int(min(uint64(len(p)-done), t.pageSize-cur&(t.pageSize-1)))
 		pa, err := t.Translate(cur)
-		if err != nil {
-			if t.virtual != nil {
-				m, verr := t.virtual.ReadAt(p[done:done+n], cur)
-				t.stats.VirtualReads++
-				done += m
-				if verr == nil && m == n {
-					continue
+		if err == nil {
+			if runStart == done {
+				runPA = pa
+			} else if runPA+uint64(done-runStart) != pa || done-runStart >= maxRun {
+				if err := flush(); err != nil {
+					return done, err
 				}
+				runPA = pa
 			}
+			done += n
+			continue
+		}
+		if err := flush(); err != nil {
 			return done, err
 		}
-		m, err := t.phys.ReadAt(p[done:done+n], pa)
-		done += m
-		if m < n {
-			if err == nil {
-				err = memory.ErrNotSaved
+		if t.virtual != nil {
+			m, verr := t.virtual.ReadAt(p[done:done+n], cur)
+			t.stats.VirtualReads++
+			done += m
+			runStart = done
+			if verr == nil && m == n {
+				continue
 			}
-			return done, memory.Fault(va+uint64(done), space, fmt.Sprintf("read at physical %#x", pa+uint64(m)), err)
 		}
+		return done, err
+	}
+	if err := flush(); err != nil {
+		return done, err
 	}
 	return done, nil
 }

@@ -317,3 +317,48 @@ func TestVirtualFallbackAndVerify(t *testing.T) {
 	_, err = Verify(tr, bad, 6, vm)
 	assert.ErrorIs(t, err, memory.ErrCorrupt)
 }
+
+// TestReadAtCoalesces checks that pages contiguous in physical memory are
+// read with one physical read of at most maxRun bytes, and that a read
+// stopping inside such a run faults at the right virtual address.
+func TestReadAtCoalesces(t *testing.T) {
+	f := newX86Fixture(t, 4, 0)
+	vm := uint64(0xffffc90000400000)
+	const pages = 100
+	for i := range uint64(pages) {
+		pa := 0x70000000 + i*0x1000
+		if i == 70 {
+			pa = 0x71000000 // not contiguous with its neighbours
+		}
+		f.b.mapPage(vm+i*0x1000, pa, 12)
+		f.m.write(pa, binary.LittleEndian.AppendUint64(nil, 0xabc000+i))
+	}
+	delete(f.m.pages, (0x70000000+90*0x1000)>>12) // page 90's data is not in the dump
+	var sizes []int
+	tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: f.in,
+		Phys: memory.ReaderFunc(func(p []byte, addr uint64) (int, error) {
+			if len(p) > 8 { // not a page-table entry
+				sizes = append(sizes, len(p))
+			}
+			return f.m.ReadAt(p, addr)
+		})})
+	require.NoError(t, err)
+	sizes = nil // New reads a few pages of its own
+	buf := make([]byte, 80*0x1000)
+	n, err := tr.ReadAt(buf, vm)
+	require.NoError(t, err)
+	require.Equal(t, len(buf), n)
+	for i := range uint64(80) {
+		require.Equal(t, 0xabc000+i, binary.LittleEndian.Uint64(buf[i*0x1000:]), "page %d", i)
+	}
+	assert.Equal(t, []int{maxRun, 70*0x1000 - maxRun, 0x1000, 9 * 0x1000}, sizes)
+
+	// A read into page 90 stops there.
+	buf = make([]byte, 20*0x1000)
+	n, err = tr.ReadAt(buf, vm+80*0x1000+8)
+	assert.Equal(t, 10*0x1000-8, n)
+	var fe *memory.FaultError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, vm+90*0x1000, fe.Addr)
+	assert.ErrorIs(t, err, memory.ErrNotSaved)
+}
