@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms"
@@ -107,6 +108,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
+	case errors.Is(err, syscall.EPIPE):
+		return exitOK // the reader of stdout stopped reading: enough was printed
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
 		return exitUsage

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
@@ -187,4 +188,34 @@ func TestAddrCorpus(t *testing.T) {
 			assert.Contains(t, stdout, "kernel release:        "+g.Uname(t))
 		})
 	}
+}
+
+// closedPipe fails every write with err (a pipe whose reader has gone
+// fails with EPIPE).
+type closedPipe struct {
+	n   int
+	err error
+}
+
+func (c *closedPipe) Write(p []byte) (int, error) {
+	c.n++
+	return 0, &os.PathError{Op: "write", Path: "/dev/stdout", Err: c.err}
+}
+
+// TestBrokenPipe checks that output cut short by its reader (kdump-syms all
+// ... | head) ends quietly with status 0, and that other write errors are
+// still reported.
+func TestBrokenPipe(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	paths := g.RequireDump(t, testutil.DumpQEMUELF)
+	var e bytes.Buffer
+	w := &closedPipe{err: syscall.EPIPE}
+	code := run([]string{"all", paths[0]}, w, &e)
+	assert.Equal(t, exitOK, code)
+	assert.Empty(t, e.String())
+	assert.NotZero(t, w.n)
+	w.err = syscall.ENOSPC
+	code = run([]string{"all", paths[0]}, w, &e)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, e.String(), "no space left on device")
 }
