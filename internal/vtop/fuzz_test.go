@@ -1,6 +1,7 @@
 package vtop
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -118,6 +119,20 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 		var buf [64]byte
 		if n, err := tr.ReadAt(buf[:], va); n < len(buf) {
 			check(err)
+		}
+		// A read of several pages (read as runs of contiguous physical
+		// pages) gives what page-sized reads give.
+		many, paged := make([]byte, 5*4096+100), make([]byte, 5*4096+100)
+		n, err := tr.ReadAt(many, va)
+		pn := 0
+		var perr error
+		for pn < len(paged) && perr == nil {
+			a := va + uint64(pn)
+			m, e := tr.ReadAt(paged[pn:min(len(paged), pn+int(4096-a%4096))], a)
+			pn, perr = pn+m, e
+		}
+		if n != pn || (err == nil) != (perr == nil) || !bytes.Equal(many[:n], paged[:pn]) {
+			t.Fatalf("%s: %#x: read of many pages %d, %v; page by page %d, %v", cfg.Arch, va, n, err, pn, perr)
 		}
 		if x := tr.(*translator); x.walk != nil {
 			if _, err := x.walk(va); err != nil {
