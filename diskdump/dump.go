@@ -422,6 +422,9 @@ const (
 	manyPages      = 16
 	pagesPerWorker = 8
 	maxWorkers     = 4
+	// maxBatch bounds the pages decoded at once, and so the job list a
+	// Dump keeps between reads, whatever the size of a read.
+	maxBatch = 256
 )
 
 // pageJob is a whole page of a large read to decode straight into dst.
@@ -453,43 +456,46 @@ func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
 		}
 		n = copy(p, pg[off:])
 	}
-	// Whole pages: copied from the cache, or noted to decode, up to the
-	// first one not in the dump.
-	jobs := d.jobs[:0]
-	stop, stopErr := -1, error(nil)
+	// Whole pages, a batch of at most maxBatch at a time: copied from the
+	// cache, or noted to decode, up to the first one not in the dump.
 	for uint64(len(p)-n) >= bs {
-		a := paddr + uint64(n)
-		if a < paddr {
-			stop, stopErr = n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
-			break
+		jobs := d.jobs[:0]
+		stop, stopErr := -1, error(nil)
+		for uint64(len(p)-n) >= bs && len(jobs) < maxBatch {
+			a := paddr + uint64(n)
+			if a < paddr {
+				stop, stopErr = n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
+				break
+			}
+			pfn := a >> d.shift
+			if pg, ok := d.cache.get(pfn); ok {
+				n += copy(p[n:], pg)
+				continue
+			}
+			pd, part, err := d.descriptor(pfn)
+			if err != nil {
+				stop, stopErr = n, fault(a, err)
+				break
+			}
+			// dst's capacity ends with the page: a decoder may write up to
+			// its capacity (zstd's DecodeAll does), which would be the next
+			// page.
+			jobs = append(jobs, pageJob{at: n, dst: p[n : n+int(bs) : n+int(bs)], pd: pd, p: part, pfn: pfn})
+			n += int(bs)
 		}
-		pfn := a >> d.shift
-		if pg, ok := d.cache.get(pfn); ok {
-			n += copy(p[n:], pg)
-			continue
+		d.decodeJobs(jobs)
+		d.jobs = jobs[:0]
+		for i := range jobs {
+			if err := jobs[i].err; err != nil {
+				at := jobs[i].at
+				clear(jobs)
+				return at, fault(paddr+uint64(at), err)
+			}
 		}
-		pd, part, err := d.descriptor(pfn)
-		if err != nil {
-			stop, stopErr = n, fault(a, err)
-			break
+		clear(jobs) // drop references to p and the parts
+		if stopErr != nil {
+			return stop, stopErr
 		}
-		// dst's capacity ends with the page: a decoder may write up to its
-		// capacity (zstd's DecodeAll does), which would be the next page.
-		jobs = append(jobs, pageJob{at: n, dst: p[n : n+int(bs) : n+int(bs)], pd: pd, p: part, pfn: pfn})
-		n += int(bs)
-	}
-	d.decodeJobs(jobs)
-	d.jobs = jobs[:0]
-	for i := range jobs {
-		if err := jobs[i].err; err != nil {
-			at := jobs[i].at
-			clear(jobs)
-			return at, fault(paddr+uint64(at), err)
-		}
-	}
-	clear(jobs) // drop references to p and the parts
-	if stopErr != nil {
-		return stop, stopErr
 	}
 	// A partial last page.
 	if n < len(p) {
