@@ -186,7 +186,7 @@ func (b *builder) build(t testing.TB) []byte {
 		nbm = 1
 	}
 	// Sub-header blocks: sub-header, notes, vmcoreinfo, eraseinfo.
-	extra := b.sub.size + len(b.notes) + len(b.vmcoreinfo) + len(b.eraseinfo)
+	extra := b.sub.Size + len(b.notes) + len(b.vmcoreinfo) + len(b.eraseinfo)
 	subBlocks := (extra + bs - 1) / bs
 	if b.version == 0 {
 		subBlocks = 1
@@ -200,63 +200,63 @@ func (b *builder) build(t testing.TB) []byte {
 	copy(hdr[offUtsname+3*utsFieldLen:], "#1 SMP")
 	copy(hdr[offMachine:], b.machine)
 	l := b.layout
-	b.put16(hdr, l.timestamp, 1700000000, l.ptrSize)
-	b.put16(hdr, l.timestamp+l.ptrSize, 250000, l.ptrSize)
-	b.bo.PutUint32(hdr[l.status:], b.status)
-	b.bo.PutUint32(hdr[l.blockSize:], uint32(bs))
-	b.bo.PutUint32(hdr[l.subHdrSize:], uint32(subBlocks))
-	b.bo.PutUint32(hdr[l.bitmapBlocks:], uint32(nbm*bmBlocks))
-	b.bo.PutUint32(hdr[l.maxMapnr:], uint32(b.maxMapnr))
-	b.bo.PutUint32(hdr[l.nrCPUs:], 2)
+	b.put16(hdr, l.Timestamp, 1700000000, l.PtrSize)
+	b.put16(hdr, l.Timestamp+l.PtrSize, 250000, l.PtrSize)
+	b.bo.PutUint32(hdr[l.Status:], b.status)
+	b.bo.PutUint32(hdr[l.BlockSize:], uint32(bs))
+	b.bo.PutUint32(hdr[l.SubHdrSize:], uint32(subBlocks))
+	b.bo.PutUint32(hdr[l.BitmapBlocks:], uint32(nbm*bmBlocks))
+	b.bo.PutUint32(hdr[l.MaxMapnr:], uint32(b.maxMapnr))
+	b.bo.PutUint32(hdr[l.NrCPUs:], 2)
 
 	s := b.sub
 	sh := hdr[bs:]
-	b.put16(sh, s.physBase, b.physBase, s.long)
-	b.bo.PutUint32(sh[s.dumpLevel:], 31)
+	b.put16(sh, s.PhysBase, b.physBase, s.Long)
+	b.bo.PutUint32(sh[s.DumpLevel:], 31)
 	start, end := uint64(0), b.maxMapnr
 	if b.split {
 		start, end = b.start, b.end
-		b.bo.PutUint32(sh[s.split:], 1)
-		b.put16(sh, s.startPFN, start, s.long)
-		b.put16(sh, s.endPFN, end, s.long)
-		b.bo.PutUint64(sh[s.startPFN64:], start)
-		b.bo.PutUint64(sh[s.endPFN64:], end)
+		b.bo.PutUint32(sh[s.Split:], 1)
+		b.put16(sh, s.StartPFN, start, s.Long)
+		b.put16(sh, s.EndPFN, end, s.Long)
+		b.bo.PutUint64(sh[s.StartPFN64:], start)
+		b.bo.PutUint64(sh[s.EndPFN64:], end)
 	}
-	b.bo.PutUint64(sh[s.maxMapnr64:], b.maxMapnr)
-	pos := bs + s.size
+	b.bo.PutUint64(sh[s.MaxMapnr64:], b.maxMapnr)
+	pos := bs + s.Size
 	if len(b.notes) > 0 {
 		copy(hdr[pos:], b.notes)
-		b.bo.PutUint64(sh[s.offNote:], uint64(pos))
-		b.put16(sh, s.sizeNote, uint64(len(b.notes)), s.long)
+		b.bo.PutUint64(sh[s.OffNote:], uint64(pos))
+		b.put16(sh, s.SizeNote, uint64(len(b.notes)), s.Long)
 		pos += len(b.notes)
 	}
 	if len(b.vmcoreinfo) > 0 {
 		copy(hdr[pos:], b.vmcoreinfo)
-		b.bo.PutUint64(sh[s.offVmcoreinfo:], uint64(pos))
-		b.put16(sh, s.sizeVmcoreinfo, uint64(len(b.vmcoreinfo)), s.long)
+		b.bo.PutUint64(sh[s.OffVmcoreinfo:], uint64(pos))
+		b.put16(sh, s.SizeVmcoreinfo, uint64(len(b.vmcoreinfo)), s.Long)
 		pos += len(b.vmcoreinfo)
 	}
 	if len(b.eraseinfo) > 0 {
 		copy(hdr[pos:], b.eraseinfo)
-		b.bo.PutUint64(sh[s.offEraseinfo:], uint64(pos))
-		b.put16(sh, s.sizeEraseinfo, uint64(len(b.eraseinfo)), s.long)
+		b.bo.PutUint64(sh[s.OffEraseinfo:], uint64(pos))
+		b.put16(sh, s.SizeEraseinfo, uint64(len(b.eraseinfo)), s.Long)
 	}
 	// Clear fields a version does not have (they would be garbage to a
 	// reader of that version, not zero, but zero is the honest default).
 	if b.version < 6 {
-		clear(sh[s.startPFN64:s.size])
+		clear(sh[s.StartPFN64:s.Size])
 	}
 	if b.version < 5 {
-		clear(sh[s.offEraseinfo:s.startPFN64])
+		clear(sh[s.OffEraseinfo:s.StartPFN64])
 	}
 	if b.version < 4 {
-		clear(sh[s.offNote:s.offEraseinfo])
+		clear(sh[s.OffNote:s.OffEraseinfo])
 	}
 	if b.version < 3 {
-		clear(sh[s.offVmcoreinfo:s.offNote])
+		clear(sh[s.OffVmcoreinfo:s.OffNote])
 	}
 	if b.version < 2 {
-		clear(sh[s.split:s.offVmcoreinfo])
+		clear(sh[s.Split:s.OffVmcoreinfo])
 	}
 
 	bm := make([]byte, nbm*bmBlocks*uint64(bs))

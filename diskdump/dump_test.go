@@ -180,8 +180,8 @@ func TestLayouts(t *testing.T) {
 				h := d.Header()
 				require.Equal(t, b.bs, d.PageSize())
 				require.Equal(t, b.bo, h.ByteOrder)
-				require.Equal(t, b.layout.ptrSize, h.PtrSize)
-				require.Equal(t, b.sub.name, h.SubLayout)
+				require.Equal(t, b.layout.PtrSize, h.PtrSize)
+				require.Equal(t, b.sub.Name, h.SubLayout)
 				require.Equal(t, b.vmcoreinfo, d.VMCOREINFO())
 				if b.machine == "armv7l" {
 					require.Equal(t, uint64(0x80000000>>12), h.PFNOffset)

@@ -1,11 +1,13 @@
 package diskdump
 
+import "github.com/kdumpsyms/kdumpsyms/internal/kdumpfmt"
+
 // On-disk layout of kdump-compressed files and flattened streams. All
 // disk_dump_header and kdump_sub_header integers are in the target's byte
 // order; the flattened framing is always big-endian.
 
 const (
-	sigKdump    = "KDUMP   "
+	sigKdump    = kdumpfmt.Signature
 	sigDiskdump = "DISKDUMP"
 	sigFlat     = "makedumpfile"
 
@@ -35,63 +37,27 @@ const (
 // layouts; the 64-bit layout aligns struct timeval (two longs) to 8, the
 // 32-bit one to 4.
 const (
-	offVersion   = 8
-	offUtsname   = 12
-	utsFieldLen  = 65
+	offVersion   = kdumpfmt.OffVersion
+	offUtsname   = kdumpfmt.OffUtsname
+	utsFieldLen  = kdumpfmt.UtsFieldLen
 	offMachine   = offUtsname + 4*utsFieldLen
 	headerReadSz = 512 // covers both layouts up to tasks[]
 )
 
-type headerLayout struct {
-	ptrSize      int
-	timestamp    int // struct timeval
-	status       int
-	blockSize    int
-	subHdrSize   int
-	bitmapBlocks int
-	maxMapnr     int
-	currentCPU   int
-	nrCPUs       int
-	size         int // header up to tasks[]
-}
-
-var (
-	layout64 = headerLayout{ptrSize: 8, timestamp: 408, status: 424, blockSize: 428, subHdrSize: 432,
-		bitmapBlocks: 436, maxMapnr: 440, currentCPU: 456, nrCPUs: 460, size: 464}
-	layout32 = headerLayout{ptrSize: 4, timestamp: 404, status: 412, blockSize: 416, subHdrSize: 420,
-		bitmapBlocks: 424, maxMapnr: 428, currentCPU: 444, nrCPUs: 448, size: 452}
+// The header layouts, stated once in internal/kdumpfmt for the reader
+// and the writer (package extract).
+type (
+	headerLayout = kdumpfmt.HeaderLayout
+	subLayout    = kdumpfmt.SubLayout
 )
 
-// kdump_sub_header field offsets for the three writer ABIs: 64-bit; 32-bit
-// with 64-bit fields aligned to 4 (i386, and QEMU's packed struct); 32-bit
-// with 64-bit fields aligned to 8 (ARM32). -1 offsets do not occur: every
-// layout has every field; ulong fields are 4 bytes on 32-bit.
-type subLayout struct {
-	name                                   string
-	long                                   int // sizeof(unsigned long)
-	physBase, dumpLevel, split             int
-	startPFN, endPFN                       int
-	offVmcoreinfo, sizeVmcoreinfo          int
-	offNote, sizeNote                      int
-	offEraseinfo, sizeEraseinfo            int
-	startPFN64, endPFN64, maxMapnr64, size int
-}
-
 var (
-	sub64 = subLayout{name: "64-bit", long: 8, physBase: 0, dumpLevel: 8, split: 12, startPFN: 16, endPFN: 24,
-		offVmcoreinfo: 32, sizeVmcoreinfo: 40, offNote: 48, sizeNote: 56, offEraseinfo: 64, sizeEraseinfo: 72,
-		startPFN64: 80, endPFN64: 88, maxMapnr64: 96, size: 104}
-	sub32pack = subLayout{name: "32-bit packed", long: 4, physBase: 0, dumpLevel: 4, split: 8, startPFN: 12, endPFN: 16,
-		offVmcoreinfo: 20, sizeVmcoreinfo: 28, offNote: 32, sizeNote: 40, offEraseinfo: 44, sizeEraseinfo: 52,
-		startPFN64: 56, endPFN64: 64, maxMapnr64: 72, size: 80}
-	sub32pad = subLayout{name: "32-bit padded", long: 4, physBase: 0, dumpLevel: 4, split: 8, startPFN: 12, endPFN: 16,
-		offVmcoreinfo: 24, sizeVmcoreinfo: 32, offNote: 40, sizeNote: 48, offEraseinfo: 56, sizeEraseinfo: 64,
-		startPFN64: 72, endPFN64: 80, maxMapnr64: 88, size: 96}
+	layout64, layout32         = kdumpfmt.Header64, kdumpfmt.Header32
+	sub64, sub32pack, sub32pad = kdumpfmt.Sub64, kdumpfmt.Sub32Packed, kdumpfmt.Sub32Padded
 )
 
-// pageDescSize is sizeof(struct page_desc) on every architecture:
-// offset i64, size u32, flags u32, page_flags u64.
-const pageDescSize = 24
+// pageDescSize is sizeof(struct page_desc) on every architecture.
+const pageDescSize = kdumpfmt.PageDescSize
 
 // Limits on values read from headers. They are generous: anything beyond
 // them is not a dump any known writer produces.

@@ -119,7 +119,7 @@ func parseHeader(r io.ReaderAt, size int64) (*partHeader, error) {
 	default:
 		return nil, ErrUnrecognizedFormat
 	}
-	if n < layout32.size {
+	if n < layout32.Size {
 		return nil, formatErr(0, uint64(n), "header truncated")
 	}
 	machine := cstr(b[offMachine : offMachine+utsFieldLen])
@@ -137,7 +137,7 @@ func parseHeader(r io.ReaderAt, size int64) (*partHeader, error) {
 			continue
 		}
 		for _, l := range layouts {
-			if n < l.size {
+			if n < l.Size {
 				continue
 			}
 			ph, err := tryHeader(r, size, b[:n], bo, l, machine)
@@ -160,7 +160,7 @@ func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *head
 	ph := &partHeader{layout: l}
 	h := &ph.h
 	h.ByteOrder = bo
-	h.PtrSize = l.ptrSize
+	h.PtrSize = l.PtrSize
 	h.Version = int(int32(bo.Uint32(b[offVersion:])))
 	uts := b[offUtsname:]
 	h.Utsname = Utsname{
@@ -172,40 +172,40 @@ func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *head
 		Domainname: cstr(uts[5*utsFieldLen : 6*utsFieldLen]),
 	}
 	var sec, usec int64
-	if l.ptrSize == 8 {
-		sec, usec = int64(bo.Uint64(b[l.timestamp:])), int64(bo.Uint64(b[l.timestamp+8:]))
+	if l.PtrSize == 8 {
+		sec, usec = int64(bo.Uint64(b[l.Timestamp:])), int64(bo.Uint64(b[l.Timestamp+8:]))
 	} else {
-		sec, usec = int64(int32(bo.Uint32(b[l.timestamp:]))), int64(int32(bo.Uint32(b[l.timestamp+4:])))
+		sec, usec = int64(int32(bo.Uint32(b[l.Timestamp:]))), int64(int32(bo.Uint32(b[l.Timestamp+4:])))
 	}
 	if sec != 0 || usec != 0 {
 		h.Timestamp = time.Unix(sec, usec*1000).UTC()
 	}
-	h.Status = bo.Uint32(b[l.status:])
-	bs := int32(bo.Uint32(b[l.blockSize:]))
+	h.Status = bo.Uint32(b[l.Status:])
+	bs := int32(bo.Uint32(b[l.BlockSize:]))
 	if bs < minBlockSize || bs > maxBlockSize || bs&(bs-1) != 0 {
-		return nil, formatErr(int64(l.blockSize), uint64(uint32(bs)), "block_size is not a power of two in [%d, %d]", minBlockSize, maxBlockSize)
+		return nil, formatErr(int64(l.BlockSize), uint64(uint32(bs)), "block_size is not a power of two in [%d, %d]", minBlockSize, maxBlockSize)
 	}
 	h.BlockSize = int(bs)
 	ph.shift = uint(bits.TrailingZeros32(uint32(bs)))
-	sub := int32(bo.Uint32(b[l.subHdrSize:]))
+	sub := int32(bo.Uint32(b[l.SubHdrSize:]))
 	if sub < 0 || (h.Version >= 1 && sub < 1) {
-		return nil, formatErr(int64(l.subHdrSize), uint64(uint32(sub)), "bad sub_hdr_size")
+		return nil, formatErr(int64(l.SubHdrSize), uint64(uint32(sub)), "bad sub_hdr_size")
 	}
 	h.SubHdrSize = int(sub)
-	h.BitmapBlocks = uint64(bo.Uint32(b[l.bitmapBlocks:]))
+	h.BitmapBlocks = uint64(bo.Uint32(b[l.BitmapBlocks:]))
 	if h.BitmapBlocks == 0 {
-		return nil, formatErr(int64(l.bitmapBlocks), 0, "bitmap_blocks is zero")
+		return nil, formatErr(int64(l.BitmapBlocks), 0, "bitmap_blocks is zero")
 	}
-	ph.maxMapnr32 = bo.Uint32(b[l.maxMapnr:])
+	ph.maxMapnr32 = bo.Uint32(b[l.MaxMapnr:])
 	h.MaxMapnr = uint64(ph.maxMapnr32)
-	h.CurrentCPU = bo.Uint32(b[l.currentCPU:])
-	h.NrCPUs = int(int32(bo.Uint32(b[l.nrCPUs:])))
+	h.CurrentCPU = bo.Uint32(b[l.CurrentCPU:])
+	h.NrCPUs = int(int32(bo.Uint32(b[l.NrCPUs:])))
 
 	bsz := int64(bs)
 	bmStart := (1 + int64(sub)) * bsz
 	bmLen := int64(h.BitmapBlocks) * bsz
 	if bmStart+bmLen > size {
-		return nil, formatErr(int64(l.bitmapBlocks), h.BitmapBlocks, "bitmaps (%d blocks at %#x) extend beyond end of file (%#x)", h.BitmapBlocks, bmStart, size)
+		return nil, formatErr(int64(l.BitmapBlocks), h.BitmapBlocks, "bitmaps (%d blocks at %#x) extend beyond end of file (%#x)", h.BitmapBlocks, bmStart, size)
 	}
 	ph.descOff = bmStart + bmLen
 
@@ -214,7 +214,7 @@ func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *head
 			return nil, err
 		}
 	}
-	if machineBits(machine) != 64 && l.ptrSize == 4 && strings.HasPrefix(machine, "arm") {
+	if machineBits(machine) != 64 && l.PtrSize == 4 && strings.HasPrefix(machine, "arm") {
 		// makedumpfile numbers ARM32 pfns from the start of RAM.
 		h.PFNOffset = h.PhysBase >> ph.shift
 	}
@@ -230,7 +230,7 @@ func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *head
 		ph.bitmapLen = bmLen
 		ph.bitmapOff = bmStart
 	default:
-		return nil, formatErr(int64(l.maxMapnr), h.MaxMapnr, "bitmap of %d bits cannot cover max_mapnr", bmBits)
+		return nil, formatErr(int64(l.MaxMapnr), h.MaxMapnr, "bitmap of %d bits cannot cover max_mapnr", bmBits)
 	}
 	if !ph.split {
 		ph.start, ph.end = 0, h.MaxMapnr
@@ -257,13 +257,13 @@ func (ph *partHeader) parseSub(r io.ReaderAt, size, payload int64) error {
 	}
 	u64 := func(off int) uint64 { return bo.Uint64(b[off:]) }
 	ulong := func(s *subLayout, off int) uint64 {
-		if s.long == 8 {
+		if s.Long == 8 {
 			return bo.Uint64(b[off:])
 		}
 		return uint64(bo.Uint32(b[off:]))
 	}
 	s := &sub64
-	if ph.layout.ptrSize == 4 {
+	if ph.layout.PtrSize == 4 {
 		s = &sub32pack
 		switch {
 		case strings.HasPrefix(h.Machine, "arm"):
@@ -272,16 +272,16 @@ func (ph *partHeader) parseSub(r io.ReaderAt, size, payload int64) error {
 		case h.Version >= 3:
 			// Unknown 32-bit writer: packed if VMCOREINFO then lands
 			// inside the sub-header blocks (or is absent), else padded.
-			off, n := int64(u64(s.offVmcoreinfo)), int64(ulong(s, s.sizeVmcoreinfo))
+			off, n := int64(u64(s.OffVmcoreinfo)), int64(ulong(s, s.SizeVmcoreinfo))
 			if !((off == 0 && n == 0) || (off > bsz && n >= 0 && off+n <= payload)) {
 				s = &sub32pad
 			}
 		}
 	}
 	ph.sub = s
-	h.SubLayout = s.name
-	h.PhysBase = ulong(s, s.physBase)
-	h.DumpLevel = int(int32(bo.Uint32(b[s.dumpLevel:])))
+	h.SubLayout = s.Name
+	h.PhysBase = ulong(s, s.PhysBase)
+	h.DumpLevel = int(int32(bo.Uint32(b[s.DumpLevel:])))
 	readBlob := func(what string, fieldOff int, off uint64, n uint64) (blob, error) {
 		if off == 0 && n == 0 {
 			return blob{}, nil
@@ -292,30 +292,30 @@ func (ph *partHeader) parseSub(r io.ReaderAt, size, payload int64) error {
 		return blob{int64(off), int64(n)}, nil
 	}
 	var err error
-	if h.Version >= 2 && bo.Uint32(b[s.split:]) != 0 {
+	if h.Version >= 2 && bo.Uint32(b[s.Split:]) != 0 {
 		ph.split = true
-		ph.start, ph.end = ulong(s, s.startPFN), ulong(s, s.endPFN)
+		ph.start, ph.end = ulong(s, s.StartPFN), ulong(s, s.EndPFN)
 	}
 	if h.Version >= 3 {
-		if ph.vmcoreinfo, err = readBlob("VMCOREINFO", s.offVmcoreinfo, u64(s.offVmcoreinfo), ulong(s, s.sizeVmcoreinfo)); err != nil {
+		if ph.vmcoreinfo, err = readBlob("VMCOREINFO", s.OffVmcoreinfo, u64(s.OffVmcoreinfo), ulong(s, s.SizeVmcoreinfo)); err != nil {
 			return err
 		}
 	}
 	if h.Version >= 4 {
-		if ph.note, err = readBlob("ELF notes", s.offNote, u64(s.offNote), ulong(s, s.sizeNote)); err != nil {
+		if ph.note, err = readBlob("ELF notes", s.OffNote, u64(s.OffNote), ulong(s, s.SizeNote)); err != nil {
 			return err
 		}
 	}
 	if h.Version >= 5 {
-		if ph.eraseinfo, err = readBlob("eraseinfo", s.offEraseinfo, u64(s.offEraseinfo), ulong(s, s.sizeEraseinfo)); err != nil {
+		if ph.eraseinfo, err = readBlob("eraseinfo", s.OffEraseinfo, u64(s.OffEraseinfo), ulong(s, s.SizeEraseinfo)); err != nil {
 			return err
 		}
 	}
 	if h.Version >= 6 {
 		if ph.split {
-			ph.start, ph.end = u64(s.startPFN64), u64(s.endPFN64)
+			ph.start, ph.end = u64(s.StartPFN64), u64(s.EndPFN64)
 		}
-		if m := u64(s.maxMapnr64); m != 0 {
+		if m := u64(s.MaxMapnr64); m != 0 {
 			h.MaxMapnr = m
 		}
 	}

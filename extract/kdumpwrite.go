@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms/diskdump"
+	"github.com/kdumpsyms/kdumpsyms/internal/kdumpfmt"
 )
 
 // Kdump describes a kdump-compressed dump for WriteKdump.
@@ -42,37 +43,8 @@ type Kdump struct {
 // PFNRange is the range of page frame numbers [Start, End).
 type PFNRange struct{ Start, End uint64 }
 
-// disk_dump_header and kdump_sub_header layouts (formats.md §3.3), the same
-// as package diskdump reads.
-type kdHeaderLayout struct {
-	timestamp, status, blockSize, subHdrSize, bitmapBlocks, maxMapnr, currentCPU, nrCPUs int
-}
-
-var (
-	kdHeader64 = kdHeaderLayout{408, 424, 428, 432, 436, 440, 456, 460}
-	kdHeader32 = kdHeaderLayout{404, 412, 416, 420, 424, 428, 444, 448}
-)
-
-type kdSubLayout struct {
-	long                                   int
-	physBase, dumpLevel, split             int
-	startPFN, endPFN                       int
-	offVmcoreinfo, sizeVmcoreinfo          int
-	offNote, sizeNote                      int
-	offEraseinfo, sizeEraseinfo            int
-	startPFN64, endPFN64, maxMapnr64, size int
-}
-
-var kdSubLayouts = map[string]kdSubLayout{
-	"64-bit":        {8, 0, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104},
-	"32-bit packed": {4, 0, 4, 8, 12, 16, 20, 28, 32, 40, 44, 52, 56, 64, 72, 80},
-	"32-bit padded": {4, 0, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96},
-}
-
 const (
-	kdPageDescSize = 24
-	kdUtsFieldLen  = 65
-	kdSmallBlob    = 256 // stored blobs up to this size are shared when equal (the zero page)
+	kdSmallBlob = 256 // stored blobs up to this size are shared when equal (the zero page)
 )
 
 // WriteKdump writes k to ws: one writer, or one per part of k.Parts.
@@ -99,9 +71,9 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 	if bo == nil {
 		bo = binary.LittleEndian
 	}
-	hl := kdHeader64
+	hl := kdumpfmt.Header64
 	if h.PtrSize == 4 {
-		hl = kdHeader32
+		hl = kdumpfmt.Header32
 	}
 	layoutName := h.SubLayout
 	if layoutName == "" {
@@ -110,7 +82,7 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 			layoutName = "32-bit packed"
 		}
 	}
-	sl, ok := kdSubLayouts[layoutName]
+	sl, ok := kdumpfmt.SubLayoutNamed(layoutName)
 	if !ok {
 		return fmt.Errorf("extract: sub-header layout %q: %w", layoutName, errors.ErrUnsupported)
 	}
@@ -124,7 +96,7 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 	// Sub-header, notes, then VMCOREINFO when it is not inside the notes.
 	subOff := int64(bs)
 	notesOff, vmciOff := int64(0), int64(0)
-	end := subOff + int64(sl.size)
+	end := subOff + int64(sl.Size)
 	var extra []byte
 	if h.Version >= 4 && len(k.Notes) > 0 {
 		notesOff = end
@@ -163,54 +135,55 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 		split := len(k.Parts) > 0
 		// Block 0: disk_dump_header.
 		hdr := make([]byte, bs)
-		copy(hdr, "KDUMP   ")
-		bo.PutUint32(hdr[8:], uint32(h.Version))
+		copy(hdr, kdumpfmt.Signature)
+		bo.PutUint32(hdr[kdumpfmt.OffVersion:], uint32(h.Version))
 		for j, s := range []string{h.Sysname, h.Nodename, h.Release, h.Utsname.Version, h.Machine, h.Domainname} {
-			copy(hdr[12+j*kdUtsFieldLen:12+(j+1)*kdUtsFieldLen-1], s)
+			at := kdumpfmt.OffUtsname + j*kdumpfmt.UtsFieldLen
+			copy(hdr[at:at+kdumpfmt.UtsFieldLen-1], s)
 		}
 		if !h.Timestamp.IsZero() {
 			sec, usec := h.Timestamp.Unix(), int64(h.Timestamp.Nanosecond()/int(time.Microsecond))
 			if h.PtrSize == 4 {
-				bo.PutUint32(hdr[hl.timestamp:], uint32(sec))
-				bo.PutUint32(hdr[hl.timestamp+4:], uint32(usec))
+				bo.PutUint32(hdr[hl.Timestamp:], uint32(sec))
+				bo.PutUint32(hdr[hl.Timestamp+4:], uint32(usec))
 			} else {
-				bo.PutUint64(hdr[hl.timestamp:], uint64(sec))
-				bo.PutUint64(hdr[hl.timestamp+8:], uint64(usec))
+				bo.PutUint64(hdr[hl.Timestamp:], uint64(sec))
+				bo.PutUint64(hdr[hl.Timestamp+8:], uint64(usec))
 			}
 		}
-		bo.PutUint32(hdr[hl.status:], h.Status&^diskdump.StatusIncomplete)
-		bo.PutUint32(hdr[hl.blockSize:], uint32(bs))
-		bo.PutUint32(hdr[hl.subHdrSize:], uint32(subBlocks))
-		bo.PutUint32(hdr[hl.bitmapBlocks:], uint32(2*bmHalf/uint64(bs)))
-		bo.PutUint32(hdr[hl.maxMapnr:], uint32(h.MaxMapnr))
-		bo.PutUint32(hdr[hl.currentCPU:], h.CurrentCPU)
-		bo.PutUint32(hdr[hl.nrCPUs:], uint32(h.NrCPUs))
+		bo.PutUint32(hdr[hl.Status:], h.Status&^diskdump.StatusIncomplete)
+		bo.PutUint32(hdr[hl.BlockSize:], uint32(bs))
+		bo.PutUint32(hdr[hl.SubHdrSize:], uint32(subBlocks))
+		bo.PutUint32(hdr[hl.BitmapBlocks:], uint32(2*bmHalf/uint64(bs)))
+		bo.PutUint32(hdr[hl.MaxMapnr:], uint32(h.MaxMapnr))
+		bo.PutUint32(hdr[hl.CurrentCPU:], h.CurrentCPU)
+		bo.PutUint32(hdr[hl.NrCPUs:], uint32(h.NrCPUs))
 
 		// kdump_sub_header and what follows it.
 		sub := make([]byte, (subBlocks)*int64(bs))
 		putLong := func(off int, v uint64) {
-			if sl.long == 8 {
+			if sl.Long == 8 {
 				bo.PutUint64(sub[off:], v)
 			} else {
 				bo.PutUint32(sub[off:], uint32(v))
 			}
 		}
-		putLong(sl.physBase, h.PhysBase)
+		putLong(sl.PhysBase, h.PhysBase)
 		if h.Version >= 1 {
-			bo.PutUint32(sub[sl.dumpLevel:], uint32(h.DumpLevel))
+			bo.PutUint32(sub[sl.DumpLevel:], uint32(h.DumpLevel))
 		}
 		if h.Version >= 2 && split {
-			bo.PutUint32(sub[sl.split:], 1)
-			putLong(sl.startPFN, pr.Start)
-			putLong(sl.endPFN, pr.End)
+			bo.PutUint32(sub[sl.Split:], 1)
+			putLong(sl.StartPFN, pr.Start)
+			putLong(sl.EndPFN, pr.End)
 		}
 		if vmciOff != 0 {
-			bo.PutUint64(sub[sl.offVmcoreinfo:], uint64(vmciOff))
-			putLong(sl.sizeVmcoreinfo, uint64(len(k.VMCOREINFO)))
+			bo.PutUint64(sub[sl.OffVmcoreinfo:], uint64(vmciOff))
+			putLong(sl.SizeVmcoreinfo, uint64(len(k.VMCOREINFO)))
 		}
 		if notesOff != 0 {
-			bo.PutUint64(sub[sl.offNote:], uint64(notesOff))
-			putLong(sl.sizeNote, uint64(len(k.Notes)))
+			bo.PutUint64(sub[sl.OffNote:], uint64(notesOff))
+			putLong(sl.SizeNote, uint64(len(k.Notes)))
 			copy(sub[notesOff-subOff:], k.Notes)
 		}
 		if len(extra) > 0 {
@@ -218,18 +191,18 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 		}
 		if h.Version >= 6 {
 			if split {
-				bo.PutUint64(sub[sl.startPFN64:], pr.Start)
-				bo.PutUint64(sub[sl.endPFN64:], pr.End)
+				bo.PutUint64(sub[sl.StartPFN64:], pr.Start)
+				bo.PutUint64(sub[sl.EndPFN64:], pr.End)
 			}
-			bo.PutUint64(sub[sl.maxMapnr64:], h.MaxMapnr)
+			bo.PutUint64(sub[sl.MaxMapnr64:], h.MaxMapnr)
 		}
 
 		// Pages of this part, data right after their descriptors.
 		lo, _ := slices.BinarySearch(k.Pages, pr.Start)
 		hi, _ := slices.BinarySearch(k.Pages, pr.End)
 		pages := k.Pages[lo:hi]
-		dataOff := descOff + int64(len(pages))*kdPageDescSize
-		desc := make([]byte, len(pages)*kdPageDescSize)
+		dataOff := descOff + int64(len(pages))*kdumpfmt.PageDescSize
+		desc := make([]byte, len(pages)*kdumpfmt.PageDescSize)
 		shared := map[string]int64{}
 		off := dataOff
 		for j, pfn := range pages {
@@ -256,7 +229,7 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 					shared[key] = at
 				}
 			}
-			d := desc[j*kdPageDescSize:]
+			d := desc[j*kdumpfmt.PageDescSize:]
 			bo.PutUint64(d[0:], uint64(at))
 			bo.PutUint32(d[8:], uint32(len(data)))
 			bo.PutUint32(d[12:], flags)
@@ -275,12 +248,12 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 			}
 			var b [16]byte
 			bo.PutUint64(b[0:], uint64(off))
-			if sl.long == 8 {
+			if sl.Long == 8 {
 				bo.PutUint64(b[8:], uint64(len(k.EraseInfo)))
 			} else {
 				bo.PutUint32(b[8:], uint32(len(k.EraseInfo)))
 			}
-			if _, err := w.WriteAt(b[:8+sl.long], subOff+int64(sl.offEraseinfo)); err != nil {
+			if _, err := w.WriteAt(b[:8+sl.Long], subOff+int64(sl.OffEraseinfo)); err != nil {
 				return err
 			}
 		}
