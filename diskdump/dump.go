@@ -477,10 +477,7 @@ func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
 				stop, stopErr = n, fault(a, err)
 				break
 			}
-			// dst's capacity ends with the page: a decoder may write up to
-			// its capacity (zstd's DecodeAll does), which would be the next
-			// page.
-			jobs = append(jobs, pageJob{at: n, dst: p[n : n+int(bs) : n+int(bs)], pd: pd, p: part, pfn: pfn})
+			jobs = append(jobs, pageJob{at: n, dst: p[n : n+int(bs)], pd: pd, p: part, pfn: pfn})
 			n += int(bs)
 		}
 		d.decodeJobs(jobs)

@@ -110,6 +110,9 @@ func codecName(flags uint32) string {
 // load reads the page described by pd from r and decodes it into dst,
 // which is exactly one block long.
 func (dc *decoders) load(dst []byte, r io.ReaderAt, pd pageDesc, pfn uint64) error {
+	// A decoder may write up to dst's capacity (zstd's DecodeAll does);
+	// past the block is someone else's memory (the next page of a read).
+	dst = dst[:len(dst):len(dst)]
 	bs := len(dst)
 	if pd.flags&pageCompressed == 0 {
 		if pd.flags != 0 {
