@@ -43,11 +43,9 @@
 // [Load] expands everything into a [symfinder.Index]; with Options.Lazy it
 // returns a [Lazy] finder instead, which reads only the address table and
 // the markers up front and decodes names on demand. Both give identical
-// answers. A whole expansion splits names at the markers into parts of
-// about equal size and expands them on up to GOMAXPROCS goroutines (at
-// most four; one per 64 blocks of 256 symbols), while another compacts the
-// addresses; the memory reader is only ever called from the goroutine that
-// called Load.
+// answers. A whole expansion reads the names once, sizes the expanded
+// names exactly from the token lengths, and expands them into that one
+// buffer on the calling goroutine.
 //
 // # Security
 //

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kdumpsyms/kdumpsyms/internal/nozero"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -184,13 +183,12 @@ func readChunked(r memory.Reader, addr, size uint64, what string) ([]byte, error
 	if addr+size < addr {
 		return nil, corrupt(addr, size, "%s of %d bytes wraps the address space", what, size)
 	}
-	// The buffer grows (by doubling, up to size) only as reads succeed,
-	// and is not zeroed: every byte kept is read into.
+	// The buffer grows (by doubling, up to size) only as reads succeed.
 	var buf []byte
 	for done := uint64(0); done < size; {
 		n := min(size-done, readChunk)
 		if uint64(cap(buf)) < done+n {
-			buf = append(nozero.Bytes(int(min(size, max(2*uint64(cap(buf)), done+n)))), buf...)
+			buf = append(make([]byte, 0, int(min(size, max(2*uint64(cap(buf)), done+n)))), buf...)
 		}
 		buf = buf[:done+n]
 		if err := memory.ReadFull(r, buf[done:done+n], addr+done); err != nil {
