@@ -186,4 +186,3 @@ func (b *BTF) Enum(name string) (map[string]int64, error) {
 	}
 	return vals, nil
 }
-
