@@ -16,9 +16,18 @@ import (
 
 // Options adjust Open. The zero value gives the defaults.
 type Options struct {
-	// TempDir is where wrapped dumps are decompressed; "" means
-	// os.TempDir().
+	// TempDir is where wrapped dumps are decompressed when CacheDir is
+	// ""; "" means os.TempDir(). On Linux the file has no name (O_TMPFILE),
+	// so nothing is left behind however the process ends.
 	TempDir string
+	// CacheDir, when not "", keeps decompressed wrapped dumps between
+	// runs, keyed by the SHA-256 of the wrapped file's content: a second
+	// Open of the same .xz/.zst/.gz file hashes it instead of
+	// decompressing it. See the package documentation.
+	CacheDir string
+	// CacheMaxBytes caps the entries kept in CacheDir, the least recently
+	// used removed first; 0 means DefaultCacheMaxBytes.
+	CacheMaxBytes int64
 	// MaxDecompressedSize caps the size of a decompressed wrapper, against
 	// decompression bombs; 0 means DefaultMaxDecompressedSize.
 	MaxDecompressedSize int64
@@ -83,7 +92,8 @@ type Dump struct {
 	format string
 	be     backend
 	phys   memory.Reader // be.physical(), wrapped by Options.WrapPhysical
-	temps  []string
+	held   []*tempFile   // decompressed dumps, until the backend opens them
+	temps  []string      // named temporary files, removed by Close
 
 	raw        []byte
 	info       *vmcoreinfo.Info
@@ -132,10 +142,10 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 			fh.Close()
 			return nil, err
 		}
-		w, tmp, err := unwrap(fh, st.Size(), opt)
+		w, u, err := unwrap(fh, st.Size(), opt)
 		fh.Close()
-		if tmp != "" {
-			d.temps = append(d.temps, tmp)
+		if u != nil {
+			d.hold(u)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("vmcore: %s: %w", p, err)
@@ -145,11 +155,12 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 		}
 		wrapper = w
 		plain[i] = p
-		if tmp != "" {
-			plain[i] = tmp
+		if u != nil {
+			plain[i] = u.path
 		}
 	}
 	be, format, err := probePaths(plain)
+	d.release()
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %s: %w", paths[0], err)
 	}
@@ -175,15 +186,16 @@ func OpenReaderAt(r io.ReaderAt, size int64, opt Options) (_ *Dump, err error) {
 			d.Close()
 		}
 	}()
-	w, tmp, err := unwrap(r, size, opt)
-	if tmp != "" {
-		d.temps = append(d.temps, tmp)
+	w, u, err := unwrap(r, size, opt)
+	if u != nil {
+		d.hold(u)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %w", err)
 	}
-	if tmp != "" {
-		d.be, d.format, err = probePaths([]string{tmp})
+	if u != nil {
+		d.be, d.format, err = probePaths([]string{u.path})
+		d.release()
 		d.format = w + "+" + d.format
 	} else {
 		d.be, d.format, err = probeReader(r, size)
@@ -335,7 +347,28 @@ func (d *Dump) CPUs() []CPU { return d.cpus }
 
 // Close releases the files and removes temporary files. It returns the
 // first error.
+// hold keeps u's temporary file, if any, open until release.
+func (d *Dump) hold(u *unwrapped) {
+	if u.tmp != nil {
+		d.held = append(d.held, u.tmp)
+	}
+}
+
+// release closes the held temporary files once the backend has opened
+// them (or failed to): an unnamed one lives on through the backend's own
+// file, and a named one is removed by Close.
+func (d *Dump) release() {
+	for _, t := range d.held {
+		t.Close()
+		if !t.unnamed {
+			d.temps = append(d.temps, t.Name())
+		}
+	}
+	d.held = nil
+}
+
 func (d *Dump) Close() error {
+	d.release()
 	var first error
 	if d.be != nil {
 		first = d.be.close()

@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"runtime"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -137,8 +138,11 @@ func TestWrappers(t *testing.T) {
 			var b [16]byte
 			require.NoError(t, memory.ReadFull(d.Physical(), b[:], 16<<20))
 			assert.Equal(t, pattern(16, 2), b[:])
-			ents, _ := os.ReadDir(tmp)
-			assert.Len(t, ents, 1, "one decompressed copy")
+			// On Linux the decompressed copy has no name: nothing is left
+			// behind however the process ends.
+			if runtime.GOOS == "linux" {
+				emptyDir(t, tmp)
+			}
 			require.NoError(t, d.Close())
 			emptyDir(t, tmp)
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
 const (
@@ -60,6 +62,7 @@ type common struct {
 	finders      string
 	lazy         bool
 	stats        bool
+	noCache      bool
 	started      time.Time
 }
 
@@ -77,6 +80,22 @@ func (c *common) register(fs *flag.FlagSet) {
 		"names: kallsyms, modules, vmlinux, system.map, kallsyms-file")
 	fs.BoolVar(&c.lazy, "lazy", false, "decode kallsyms names on demand instead of expanding the whole table")
 	fs.BoolVar(&c.stats, "stats", false, "print time, bytes read and heap per phase on stderr, as key=value lines")
+	fs.BoolVar(&c.noCache, "no-cache", false, "do not keep decompressed .xz/.zst/.gz dumps in the user's cache directory\n"+
+		"(default: kept, keyed by the wrapped file's SHA-256, 4 GiB at most, least recently used removed first)")
+}
+
+// cacheDir is where decompressed wrapped dumps are kept: kdump-syms in the
+// user's cache directory, or "" (no cache) with --no-cache or when the
+// user has none.
+func (c *common) cacheDir() string {
+	if c.noCache {
+		return ""
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kdump-syms")
 }
 
 // parseInterspersed parses flags that may follow positional arguments, as
@@ -190,6 +209,7 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	paths := append(slices.Clone(dumpPaths), c.parts...)
 	stop := progress(stderr, "opening "+paths[0])
 	s, err := kdumpsyms.Open(kdumpsyms.Options{
+		Dump:         vmcore.Options{CacheDir: c.cacheDir()},
 		Lazy:         c.lazy,
 		VMLinux:      c.vmlinux,
 		SystemMap:    c.systemMap,

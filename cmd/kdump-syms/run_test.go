@@ -219,3 +219,30 @@ func TestBrokenPipe(t *testing.T) {
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, e.String(), "no space left on device")
 }
+
+// TestWrappedCache checks that a second run on a wrapped dump is answered
+// from the cache, and that --no-cache leaves the cache alone.
+func TestWrappedCache(t *testing.T) {
+	g := testutil.Corpus(t)[0]
+	paths := g.RequireDump(t, testutil.DumpZlib)
+	if !strings.HasSuffix(paths[0], ".xz") {
+		t.Skip("the dump is not wrapped")
+	}
+	dir := filepath.Join(os.Getenv("XDG_CACHE_HOME"), "kdump-syms")
+	os.RemoveAll(dir)
+	code, _, stderr := runCLI("info", "--no-cache", paths[0])
+	require.Equal(t, 0, code, stderr)
+	_, err := os.Stat(dir)
+	require.True(t, os.IsNotExist(err), "--no-cache made %s", dir)
+	code, first, stderr := runCLI("info", paths[0])
+	require.Equal(t, 0, code, stderr)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	code, second, stderr := runCLI("info", paths[0])
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, first, second)
+	ents2, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, ents2, 1)
+}
