@@ -75,7 +75,7 @@ func cached(r io.ReaderAt, size int64, wrapper string, opt Options) (*unwrapped,
 		return nil, err
 	}
 	err = tmp.link(entry)
-	tmp.discard() // once renamed, a named file has nothing left to remove
+	tmp.discard()                                   // once renamed, a named file has nothing left to remove
 	if err != nil && !errors.Is(err, fs.ErrExist) { // another run added it first
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package vmcore
 
 import (
-	"runtime"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
