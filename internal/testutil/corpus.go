@@ -264,9 +264,29 @@ type CorpusGuest struct {
 	Manifest *ManifestGuest // its entry in manifest.json
 }
 
+// ShortGuest is the one guest corpus tests run on with go test -short: the
+// largest kernel, with BTF, KALLSYMS_ALL and the kallsyms VMCOREINFO lines.
+const ShortGuest = "deb13-6.12-amd64"
+
 // Corpus returns every guest listed in testdata/vmcores/manifest.json, in
-// manifest order. It fails the test if the manifest is missing or broken.
+// manifest order; with go test -short, only ShortGuest (see also
+// CorpusGuest.AvailableDumps). It fails the test if the manifest is
+// missing or broken.
 func Corpus(tb testing.TB) []*CorpusGuest {
+	tb.Helper()
+	all := allGuests(tb)
+	if testing.Short() {
+		for _, g := range all {
+			if g.Name == ShortGuest {
+				return []*CorpusGuest{g}
+			}
+		}
+		return all[:1]
+	}
+	return all
+}
+
+func allGuests(tb testing.TB) []*CorpusGuest {
 	tb.Helper()
 	m := CorpusManifest(tb)
 	cache := CorpusCacheDir(tb)
@@ -284,7 +304,7 @@ func Corpus(tb testing.TB) []*CorpusGuest {
 // CorpusGuestNamed returns the guest called name, failing the test if absent.
 func CorpusGuestNamed(tb testing.TB, name string) *CorpusGuest {
 	tb.Helper()
-	for _, g := range Corpus(tb) {
+	for _, g := range allGuests(tb) {
 		if g.Name == name {
 			return g
 		}
@@ -559,12 +579,15 @@ func (g *CorpusGuest) RequireDump(tb testing.TB, f DumpFormat) []string {
 }
 
 // AvailableDumps returns the formats DumpPaths has: full dumps in the
-// cache, or committed extracts.
+// cache, or committed extracts; with go test -short, only the first.
 func (g *CorpusGuest) AvailableDumps() []DumpFormat {
 	var out []DumpFormat
 	for _, f := range AllDumpFormats {
 		if _, ok := g.DumpPaths(f); ok {
 			out = append(out, f)
+			if testing.Short() {
+				break
+			}
 		}
 	}
 	return out

@@ -68,7 +68,7 @@ func TestRepoRoot(t *testing.T) {
 // TestCorpusGroundTruth checks the committed ground truth against itself
 // and against manifest.json. It needs no dumps.
 func TestCorpusGroundTruth(t *testing.T) {
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			mt := g.Manifest.Truth
 			entries := g.Kallsyms(t)
@@ -152,7 +152,7 @@ func TestCorpusCachedDumps(t *testing.T) {
 	verify := os.Getenv(VerifyCacheEnv) == "1"
 	listed := map[string]bool{}
 	present := 0
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		names := map[string]bool{}
 		for _, f := range g.Manifest.Files {
 			key := g.Name + "/" + f.Name
@@ -250,7 +250,7 @@ func sha256File(t *testing.T, p string) string {
 // address /sys/kernel/vmcoreinfo printed holds, in the QEMU ELF dump, an ELF
 // note named VMCOREINFO whose text is the committed vmcoreinfo.
 func TestCorpusVMCOREINFOInDump(t *testing.T) {
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			p := g.RequireFullDump(t, DumpQEMUELF)[0]
 			f, err := elf.Open(p)
@@ -283,7 +283,7 @@ func TestCorpusVMCOREINFOInDump(t *testing.T) {
 func TestCorpusExtractsFresh(t *testing.T) {
 	sums := ReadSHA256SUMS(t)
 	n := 0
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		src := readSources(filepath.Join(g.Dir, ExtractsDirName, "SOURCES"))
 		for name, sum := range src {
 			assert.Equal(t, sums[name], sum, "%s: extract made from another dump than SHA256SUMS lists: run testdata/vmcores/extract-corpus", name)
