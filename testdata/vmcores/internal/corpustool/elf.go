@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 var le = binary.LittleEndian
@@ -185,7 +186,7 @@ func vmcoreinfoNote(path, sysPath string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := fmt.Sscanf(string(b), "%x %x", &addr, &size); err != nil || size == 0 || size > 1<<20 {
+	if _, err := fmt.Sscanf(strings.TrimPrefix(string(b), "0x"), "%x %x", &addr, &size); err != nil || size == 0 || size > 1<<20 {
 		return nil, fmt.Errorf("no VMCOREINFO note, and %s is not \"addr size\": %q", sysPath, b)
 	}
 	for _, p := range e.phdrs {

@@ -32,6 +32,7 @@ type Guest struct {
 	// carries the VMCOREINFO note (without it the note is only in guest
 	// memory). Both absent from entries written before they were recorded.
 	BTF            *bool    `json:"btf,omitempty"`
+	BPFJIT         *bool    `json:"bpf_jit,omitempty"` // CONFIG_BPF_JIT: without it no [bpf] lines, no bpf_kallsyms
 	VMCOREINFONote *bool    `json:"vmcoreinfo_note,omitempty"`
 	KernelPackage  string   `json:"kernel_package"`
 	KernelVersion  string   `json:"kernel_version"`
@@ -141,6 +142,7 @@ func guest(name, gd, cd string) (*Guest, error) {
 		Name: name, Arch: name[strings.LastIndexByte(name, '-')+1:], KernelPackage: pkg[0], KernelVersion: pkg[1],
 		KallsymsAll:    configSet(cd, "CONFIG_KALLSYMS_ALL"),
 		BTF:            ptr(configSet(cd, "CONFIG_DEBUG_INFO_BTF")),
+		BPFJIT:         ptr(configSet(cd, "CONFIG_BPF_JIT")),
 		VMCOREINFONote: ptr(hasNote(filepath.Join(cd, "qemu.elf"))),
 		Uname:          readTrim(filepath.Join(gd, "uname")),
 		KernelCmdline:  readTrim(filepath.Join(gd, "cmdline")),
