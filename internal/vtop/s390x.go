@@ -63,6 +63,7 @@ type s390 struct {
 	phys memory.Reader
 	root uint64
 	top  int // level of swapper_pg_dir: 2 (segment) .. 5 (region-first)
+	buf  [8]byte
 }
 
 // walk translates va through the tables from root, a table of level top.
@@ -72,7 +73,7 @@ func (s *s390) walk(va uint64) (uint64, error) {
 	}
 	table := s.root
 	first, last := uint64(0), uint64(3) // quarters of the table present
-	var buf [8]byte
+	buf := s.buf[:] // not on the stack: it would escape through memory.Reader
 	for l := s.top; ; l-- {
 		name := s390Levels[l]
 		idx := va >> s390Shift[l] & (s390CRSTEntries - 1)
@@ -82,10 +83,10 @@ func (s *s390) walk(va uint64) (uint64, error) {
 			return 0, memory.Fault(va, space, fmt.Sprintf("%s index %#x outside its length (quarters %d..%d)", name, idx, first, last), ErrNotMapped)
 		}
 		at := table + idx*8
-		if err := memory.ReadFull(s.phys, buf[:], at); err != nil {
+		if err := memory.ReadFull(s.phys, buf, at); err != nil {
 			return 0, memory.Fault(va, space, fmt.Sprintf("%s entry at physical %#x", name, at), err)
 		}
-		e := binary.BigEndian.Uint64(buf[:])
+		e := binary.BigEndian.Uint64(buf)
 		if l == s390Page {
 			if e&s390PageInvalid != 0 {
 				return 0, notPresent(va, name, e, at)
