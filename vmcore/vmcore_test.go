@@ -335,7 +335,9 @@ func TestArch(t *testing.T) {
 		assert.Equal(t, uint64(0xc1000000), d.CPUs()[0].PC)
 	})
 	t.Run("uname", func(t *testing.T) {
-		for m, want := range map[string]string{"x86_64": "x86_64", "aarch64": "arm64", "i686": "i386", "s390x": "s390x", "ppc64le": "ppc64le", "armv7l": "arm", "": "", "Unknown": ""} {
+		for m, want := range map[string]string{"x86_64": "x86_64", "aarch64": "arm64", "i686": "i386", "s390x": "s390x", "ppc64le": "ppc64le", "armv7l": "arm", "": "", "Unknown": "",
+			"S390X": "s390x", // QEMU's s390x kdump header (ELF_MACHINE_UNAME), issue 13 part 6
+		} {
 			assert.Equal(t, want, archFromUname(m+"\x00\x00").Name, m)
 		}
 	})

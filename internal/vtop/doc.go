@@ -22,8 +22,12 @@
 //     page tables say otherwise) and a 2-level (non-PAE) or 3-level (PAE)
 //     walk. formats.md §4.3.
 //   - s390x: the kernel image as the kernel maps it (identity before
-//     KERNELOFFPHYS existed; va − KERNELOFFSET + KERNELOFFPHYS after), no
-//     page-table walk yet. formats.md §4.4.
+//     KERNELOFFPHYS existed; va − KERNELOFFSET + KERNELOFFPHYS after), the
+//     identity map of memory up to high_memory (at 0, or at IDENTITYBASE
+//     from ≈v6.10), and a DAT walk of swapper_pg_dir: region-first,
+//     -second and -third tables (the top one's type read from its
+//     entries), segment and page tables, with 1 MiB and 2 GiB frames.
+//     formats.md §4.4.
 //
 // Other architectures (ppc64le, riscv64, ...) fail with an error wrapping
 // errors.ErrUnsupported.
