@@ -73,7 +73,7 @@ func (s *s390) walk(va uint64) (uint64, error) {
 	}
 	table := s.root
 	first, last := uint64(0), uint64(3) // quarters of the table present
-	buf := s.buf[:] // not on the stack: it would escape through memory.Reader
+	buf := s.buf[:]                     // not on the stack: it would escape through memory.Reader
 	for l := s.top; ; l-- {
 		name := s390Levels[l]
 		idx := va >> s390Shift[l] & (s390CRSTEntries - 1)
