@@ -166,7 +166,7 @@ func TestELFSymbols(t *testing.T) {
 				if s.wantLetter != 'a' && s.wantLetter != 'A' && addr >= 0xffffffff81000000 {
 					addr += slide
 				}
-				want = append(want, Symbol{Name: s.name, Addr: addr, Size: s.size, Kind: s.wantLetter})
+				want = append(want, Symbol{Name: s.name, Addr: addr, Size: s.size, ELFSize: s.size, Kind: s.wantLetter})
 			}
 			assert.Equal(t, want, collect(ix, Query{Kind: All}))
 

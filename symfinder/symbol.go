@@ -21,6 +21,10 @@ type Symbol struct {
 	// derived from the next higher symbol address, as the kernel's own
 	// kallsyms_lookup_size_offset does.
 	SizeDerived bool
+	// ELFSize is the size the symbol table recorded (st_size of a module's
+	// or a vmlinux's symtab, the exact length of a BPF image); 0 unknown.
+	// Size is the kernel's extent, which runs on to the next symbol.
+	ELFSize uint64
 	// Kind is the nm(1) type letter /proc/kallsyms prints: T, t, D, d, ...
 	Kind byte
 	// Module names the module the symbol belongs to, "" for vmlinux; pseudo
