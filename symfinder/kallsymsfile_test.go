@@ -64,7 +64,7 @@ func TestParseKallsymsLookup(t *testing.T) {
 		{0xffffffff82afffff, "bss_local+0xffeff/0xfff00", nil},
 		{0xffffffff82b00000, "", nil}, // _end itself is past the kernel's range
 		{0xffffffff80ffffff, "", nil}, // below _stext
-		{0x0, "", nil},                 // per-CPU offsets are no addresses the kernel resolves
+		{0x0, "", nil},                // per-CPU offsets are no addresses the kernel resolves
 		{0x1008, "", nil},
 		{0x2d000, "", nil},
 		{0x2d001, "", nil}, // not stretched to the kernel text
