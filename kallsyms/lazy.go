@@ -164,7 +164,7 @@ func (z *Lazy) findAddr(a uint64, yield func(symfinder.Symbol) bool) error {
 		if start < r.Start {
 			return nil
 		}
-		if p == t.n || end > r.End {
+		if p == t.n || end > r.End && !r.ToNextSymbol {
 			end, size = r.End, r.End-start
 		}
 		if r.EndIncluded {
@@ -210,7 +210,7 @@ func (z *Lazy) sizeAt(i int) (uint64, error) {
 	r, in := symfinder.RangeOf(z.ranges, a, false)
 	for j := i + 1; j < t.n; j++ {
 		if b := t.addrAt(j); b > a {
-			if in && b > r.End {
+			if in && b > r.End && !r.ToNextSymbol {
 				return r.End - a, nil
 			}
 			return b - a, nil

@@ -19,6 +19,12 @@ type Range struct {
 	// without answering lookups by address: x86_64's zero-based per-CPU
 	// area, whose offsets are not addresses the kernel resolves.
 	SizesOnly bool
+	// ToNextSymbol lets an extent run on to the next symbol even past End,
+	// End bounding only the highest symbol: the kernel's get_symbol_pos
+	// for vmlinux, which on kernels before 5.16 answers End itself with
+	// the size up to whatever symbol follows. Module regions bound every
+	// extent.
+	ToNextSymbol bool
 }
 
 // Contains reports whether a lies in r.
@@ -148,7 +154,7 @@ func (ix *Index) nextAboveEligible(p int) (uint64, bool) {
 // next higher symbol, or r's end.
 func (ix *Index) extentSize(a uint64, r Range) uint64 {
 	end := r.End
-	if next, ok := ix.nextAboveEligible(ix.upper(a)); ok && next < end {
+	if next, ok := ix.nextAboveEligible(ix.upper(a)); ok && (next < end || r.ToNextSymbol) {
 		end = next
 	}
 	return end - a
@@ -173,7 +179,7 @@ func (ix *Index) findExtent(a uint64, yield func(Symbol) bool) {
 		return // the extent would cross the range's start
 	}
 	end := r.End
-	if next, ok := ix.nextAboveEligible(p); ok && next < end {
+	if next, ok := ix.nextAboveEligible(p); ok && (next < end || r.ToNextSymbol) {
 		end = next
 	}
 	g := q
@@ -229,17 +235,17 @@ func KernelRanges(sym func(name string) (uint64, bool), inclusiveEnds bool) []Ra
 		}
 	}
 	if end, ok := sym("_end"); ok && end > stext {
-		return append(rs, Range{Start: stext, End: end, EndIncluded: inclusiveEnds})
+		return append(rs, Range{Start: stext, End: end, EndIncluded: inclusiveEnds, ToNextSymbol: true})
 	}
 	etext, ok := sym("_etext")
 	if !ok || etext <= stext {
 		return rs
 	}
-	text := Range{Start: stext, End: etext, EndIncluded: inclusiveEnds}
+	text := Range{Start: stext, End: etext, EndIncluded: inclusiveEnds, ToNextSymbol: true}
 	rs = append(rs, text)
 	if si, ok := sym("_sinittext"); ok {
 		if ei, ok := sym("_einittext"); ok && si < ei {
-			init := Range{Start: si, End: ei, EndIncluded: inclusiveEnds}
+			init := Range{Start: si, End: ei, EndIncluded: inclusiveEnds, ToNextSymbol: true}
 			switch {
 			case ei < stext || ei == stext && !inclusiveEnds:
 				rs = slices.Insert(rs, len(rs)-1, init)

@@ -686,7 +686,7 @@ func (ix *Index) all(yield func(Symbol) bool) {
 			}
 			if rk < len(ix.ranges) && ix.ranges[rk].Contains(a) {
 				r := ix.ranges[rk]
-				if j == n || b > r.End {
+				if j == n || b > r.End && !r.ToNextSymbol {
 					size = r.End - a
 				}
 			}
