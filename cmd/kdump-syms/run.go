@@ -272,6 +272,7 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR... | addr [flags] VMCORE -")
 	c.register(fs)
+	addresses := fs.Bool("addresses", false, `with "-": add the address of each symbolic frame (sym+off [mod]), for objdump or gdb`)
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
@@ -296,8 +297,9 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	unresolved := 0
 	err = s.Phase("output", func() error {
 		if len(pos) == 2 && pos[1] == "-" {
-			_, unres, err := symbolizeText(stdinReader, stdout, s.Chain(), digits, minAddr)
-			unresolved = unres
+			o := &oopsReader{r: s.Chain(), digits: digits, minAddr: minAddr, addresses: *addresses, format: symfinder.Symbol.Format}
+			err := o.symbolizeStream(stdinReader, stdout)
+			unresolved = o.unresolved
 			return err
 		}
 		for _, a := range pos[1:] {
