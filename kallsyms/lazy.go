@@ -107,7 +107,7 @@ func (z *Lazy) symbol(i int, size uint64, buf []byte) (symfinder.Symbol, error) 
 	if len(e) == 0 {
 		return symfinder.Symbol{}, corrupt(z.t.lay.Names.Addr, uint64(i), "names entry %d expands to nothing", i)
 	}
-	return symfinder.Symbol{Name: string(e[1:]), Addr: z.t.addrAt(i), Size: size, SizeDerived: true, Kind: e[0]}, nil
+	return symfinder.Symbol{Name: string(e[1:]), Addr: z.t.addrAt(i), Size: size, SizeDerived: true, Kind: symfinder.Kind(e[0])}, nil
 }
 
 // upper returns the first index whose address is above a.

@@ -631,7 +631,7 @@ func (ix *Index) symbol(i int, size uint64, derived bool) Symbol {
 		Size:        size,
 		SizeDerived: derived,
 		ELFSize:     elfSize,
-		Kind:        ix.Kind(i),
+		Kind:        Kind(ix.Kind(i)),
 		Module:      ix.module,
 	}
 }

@@ -332,7 +332,7 @@ func checkLarge(t *testing.T, ix *Index, syms []largeSym, prefixes []string, r *
 	all := collect(ix, Query{Kind: All})
 	require.Len(t, all, len(syms))
 	for i, s := range syms {
-		want := Symbol{Name: s.name, Addr: s.addr, Size: sizeOf(i), SizeDerived: true, Kind: s.kind}
+		want := Symbol{Name: s.name, Addr: s.addr, Size: sizeOf(i), SizeDerived: true, Kind: Kind(s.kind)}
 		require.Equal(t, want, all[i], "symbol %d", i)
 		size, derived := ix.Size(i)
 		require.True(t, derived)
