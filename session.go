@@ -87,12 +87,7 @@ func Open(opt Options, paths ...string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{dump: d, opt: opt, stats: st}
-	if s.chain, err = s.buildChain(); err != nil {
-		d.Close()
-		return nil, err
-	}
-	return s, nil
+	return newSession(opt, d, st)
 }
 
 func (s *Session) buildChain() (*symfinder.Chain, error) {

@@ -149,7 +149,7 @@ func TestBigSymbolType(t *testing.T) {
 		buggy := s.tokTab[s.tokIdx[s.names[off+1]]]
 		got := res.Index.Symbol(i)
 		assert.Equal(t, y.name, got.Name)
-		assert.Equal(t, byte('t'), got.Kind)
+		assert.Equal(t, symfinder.Kind('t'), got.Kind)
 		assert.NotEqual(t, buggy, got.Kind, "pre-6.18 kernels printed %q for %s", buggy, y.name)
 	}
 	assert.True(t, found)

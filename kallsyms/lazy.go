@@ -32,6 +32,7 @@ type Lazy struct {
 
 	endOnce sync.Once
 	end     uint64
+	ranges  []symfinder.Range
 	endErr  error
 
 	ixOnce sync.Once
@@ -73,34 +74,27 @@ func (z *Lazy) index() (*symfinder.Index, error) {
 	return z.ix, z.ixErr
 }
 
-// derivedEnd finds _end, _etext and _einittext by name, as expandAll does.
+// derivedEnd finds _end, _etext and _einittext by name, as expandAll does,
+// and the ranges in which the kernel answers lookups by address, through
+// seqs_of_names. Without it (kernels before 6.2) the Lazy answers lookups
+// by address and sizes from the expanded index instead (see sized).
 func (z *Lazy) derivedEnd() (uint64, error) {
 	z.endOnce.Do(func() {
-		if z.t.lay.SeqsOfNames.Addr == 0 {
-			ix, err := z.index()
-			if err != nil {
-				z.endErr = err
-				return
-			}
-			if ix.Len() > 0 {
-				last := ix.Len() - 1
-				size, _ := ix.Size(last)
-				if size > 0 {
-					z.end = ix.Addr(last) + size
-				}
-			}
-			return
-		}
-		for _, n := range endNames {
+		sect := map[string]uint64{}
+		for _, n := range sectionNames {
 			hits, err := z.lookupName(n)
 			if err != nil {
 				z.endErr = err
 				return
 			}
 			if len(hits) > 0 {
-				z.end = max(z.end, z.t.addrAt(hits[0]))
+				sect[n] = z.t.addrAt(hits[0])
 			}
 		}
+		for _, n := range endNames {
+			z.end = max(z.end, sect[n])
+		}
+		z.ranges = symfinder.KernelRanges(func(n string) (uint64, bool) { v, ok := sect[n]; return v, ok }, inclusiveEnds(z.info))
 	})
 	return z.end, z.endErr
 }
@@ -113,7 +107,7 @@ func (z *Lazy) symbol(i int, size uint64, buf []byte) (symfinder.Symbol, error) 
 	if len(e) == 0 {
 		return symfinder.Symbol{}, corrupt(z.t.lay.Names.Addr, uint64(i), "names entry %d expands to nothing", i)
 	}
-	return symfinder.Symbol{Name: string(e[1:]), Addr: z.t.addrAt(i), Size: size, SizeDerived: true, Kind: e[0]}, nil
+	return symfinder.Symbol{Name: string(e[1:]), Addr: z.t.addrAt(i), Size: size, SizeDerived: true, Kind: symfinder.Kind(e[0])}, nil
 }
 
 // upper returns the first index whose address is above a.
@@ -135,6 +129,23 @@ func (z *Lazy) upper(a uint64) int {
 // the highest address <= a, if a lies before the next higher address.
 func (z *Lazy) findAddr(a uint64, yield func(symfinder.Symbol) bool) error {
 	t := z.t
+	if t.lay.SeqsOfNames.Addr == 0 {
+		// The section symbols that bound the extents can only be found
+		// by name, which needs every name expanded.
+		ix, err := z.index()
+		if err != nil {
+			return err
+		}
+		return ix.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: a}, yield)
+	}
+	de, err := z.derivedEnd()
+	if err != nil {
+		return err
+	}
+	r, in := symfinder.RangeOf(z.ranges, a, true)
+	if z.ranges != nil && !in {
+		return nil
+	}
 	p := z.upper(a)
 	if p == 0 {
 		return nil
@@ -144,15 +155,20 @@ func (z *Lazy) findAddr(a uint64, yield func(symfinder.Symbol) bool) error {
 	if p < t.n {
 		end = t.addrAt(p)
 		size = end - start
+	} else if de > start {
+		end, size = de, de-start
 	} else {
-		de, err := z.derivedEnd()
-		if err != nil {
-			return err
+		end = start + 1
+	}
+	if z.ranges != nil {
+		if start < r.Start {
+			return nil
 		}
-		if de > start {
-			end, size = de, de-start
-		} else {
-			end = start + 1
+		if p == t.n || end > r.End && !r.ToNextSymbol {
+			end, size = r.End, r.End-start
+		}
+		if r.EndIncluded {
+			end++ // r.End itself is in
 		}
 	}
 	g := p - 1
@@ -178,15 +194,33 @@ func (z *Lazy) findAddr(a uint64, yield func(symfinder.Symbol) bool) error {
 // sizeAt derives the size of symbol i as symfinder.Index does.
 func (z *Lazy) sizeAt(i int) (uint64, error) {
 	t := z.t
+	if t.lay.SeqsOfNames.Addr == 0 {
+		ix, err := z.index()
+		if err != nil {
+			return 0, err
+		}
+		size, _ := ix.Size(i)
+		return size, nil
+	}
+	de, err := z.derivedEnd()
+	if err != nil {
+		return 0, err
+	}
 	a := t.addrAt(i)
+	r, in := symfinder.RangeOf(z.ranges, a, false)
 	for j := i + 1; j < t.n; j++ {
 		if b := t.addrAt(j); b > a {
+			if in && b > r.End && !r.ToNextSymbol {
+				return r.End - a, nil
+			}
 			return b - a, nil
 		}
 	}
-	de, err := z.derivedEnd()
-	if err != nil || de <= a {
-		return 0, err
+	if in {
+		return r.End - a, nil
+	}
+	if de <= a {
+		return 0, nil
 	}
 	return de - a, nil
 }

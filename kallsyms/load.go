@@ -398,7 +398,7 @@ func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
 			out[j], prev = a, a
 		}
 		return nil
-	}, f.end())
+	}, f.end(), f.ranges(info))
 }
 
 // expandedSize checks every names entry and marker and returns how many
@@ -464,6 +464,10 @@ type filter struct {
 
 var endNames = []string{"_end", "_etext", "_einittext"}
 
+// sectionNames are the symbols the filter records besides the anchors:
+// the ends, and what symfinder.KernelRanges asks for.
+var sectionNames = []string{"_end", "_etext", "_einittext", "_stext", "_sinittext", "__per_cpu_start", "__per_cpu_end"}
+
 func newFilter(info *vmcoreinfo.Info) *filter {
 	f := &filter{want: map[string]uint64{}, seen: map[string]bool{}, other: map[string]uint64{}, ends: map[string]uint64{}}
 	add := func(name string, v uint64) {
@@ -476,7 +480,7 @@ func newFilter(info *vmcoreinfo.Info) *filter {
 			f.want[name] = v
 		}
 	}
-	for _, n := range endNames {
+	for _, n := range sectionNames {
 		add(n, 0)
 	}
 	for _, a := range anchors(info) {
@@ -501,7 +505,7 @@ func (f *filter) check(name []byte, a uint64) {
 	if !ok {
 		return
 	}
-	for _, n := range endNames {
+	for _, n := range sectionNames {
 		if bytes.Equal(name, []byte(n)) {
 			if _, dup := f.ends[n]; !dup {
 				f.ends[n] = a
@@ -532,8 +536,23 @@ func (f *filter) err() error {
 // with KALLSYMS_ALL, else the end of (init) text.
 func (f *filter) end() uint64 {
 	var e uint64
-	for _, v := range f.ends {
-		e = max(e, v)
+	for _, n := range endNames {
+		e = max(e, f.ends[n])
 	}
 	return e
+}
+
+// ranges are where the kernel answers lookups by address (see
+// symfinder.KernelRanges), from the section symbols the filter saw.
+func (f *filter) ranges(info *vmcoreinfo.Info) []symfinder.Range {
+	return symfinder.KernelRanges(func(n string) (uint64, bool) { v, ok := f.ends[n]; return v, ok }, inclusiveEnds(info))
+}
+
+// inclusiveEnds reports a kernel before 5.16, whose is_ksym_addr compared
+// addr <= _end (_etext, _einittext); from 5.16 (the sections.h helpers
+// __is_kernel and __is_kernel_text) the ends are excluded. An unknown
+// release is taken as a current kernel.
+func inclusiveEnds(info *vmcoreinfo.Info) bool {
+	major, minor := release(info)
+	return major != 0 && (major < 5 || major == 5 && minor < 16)
 }

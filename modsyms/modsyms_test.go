@@ -19,7 +19,7 @@ func tableOpt(t testing.TB, b *kbuilder) Options {
 
 func TestMemLayoutTypetab(t *testing.T) {
 	b := newKBuilder(t, layout64)
-	b.add(kmod{name: "xfs", refcnt: 3, textSize: 0x2000, syms: []ksym{
+	b.add(kmod{name: "xfs", refcnt: 3, textSize: 0x2000, textBase: 0xffffffffc1000000, syms: []ksym{
 		{name: "xfs_init", value: 0xffffffffc1000000, size: 0x40, typ: 't'},
 		{name: "", value: 0xffffffffc1000010, typ: 't'}, // skipped
 		{name: "xfs_export", value: 0xffffffffc1000100, size: 0x20, typ: 't', export: true},
@@ -61,14 +61,25 @@ func TestMemLayoutTypetab(t *testing.T) {
 	assert.Equal(t, StateComing, mods[1].State)
 	assert.Equal(t, "module:xfs", x.Symbols.Name())
 
-	// Lookups through the combined finder, with true sizes.
+	// Lookups through the combined finder, with the kernel's extents (up
+	// to the next symbol, within the region) and the ELF sizes.
 	s, ok := first(set, symfinder.Query{Kind: symfinder.ByAddr, Addr: 0xffffffffc1000104})
 	require.True(t, ok)
 	assert.Equal(t, "xfs_export", s.Name)
-	assert.Equal(t, uint64(0x20), s.Size)
+	assert.Equal(t, uint64(0x100), s.Size)
+	assert.Equal(t, uint64(0x20), s.ELFSize)
 	assert.Equal(t, "xfs", s.Module)
-	_, ok = first(set, symfinder.Query{Kind: symfinder.ByAddr, Addr: 0xffffffffc1000120})
-	assert.False(t, ok, "past xfs_export's st_size")
+	s, ok = first(set, symfinder.Query{Kind: symfinder.ByAddr, Addr: 0xffffffffc1000120})
+	assert.True(t, ok, "the padding after xfs_export is its own, as the kernel prints it")
+	assert.Equal(t, "xfs_export", s.Name)
+	s, ok = first(set, symfinder.Query{Kind: symfinder.ByAddr, Addr: 0xffffffffc1001ff0})
+	require.True(t, ok)
+	assert.Equal(t, "xfs_shadow", s.Name)
+	assert.Equal(t, uint64(0x1e00), s.Size, "the last text symbol ends with the text region")
+	_, ok = first(set, symfinder.Query{Kind: symfinder.ByAddr, Addr: 0xffffffffc1002000})
+	assert.False(t, ok, "past the text region")
+	_, ok = first(set, symfinder.Query{Kind: symfinder.ByAddr, Addr: 0xffffffffc1100000})
+	assert.False(t, ok, "xfs_data lies in no region of xfs")
 	s, ok = first(set, symfinder.Query{Kind: symfinder.ByName, Name: "ext4_b"})
 	require.True(t, ok)
 	assert.Equal(t, "ext4", s.Module)
@@ -143,9 +154,9 @@ func TestWildPointerRecoversBackwards(t *testing.T) {
 
 func TestFilteredModule(t *testing.T) {
 	b := newKBuilder(t, layout64)
-	b.add(kmod{name: "a", syms: []ksym{{name: "a1", value: 0x1000, size: 1, typ: 't'}}})
-	m2 := b.add(kmod{name: "big", syms: []ksym{{name: "b1", value: 0x2000, typ: 't'}}})
-	b.add(kmod{name: "c", syms: []ksym{{name: "c1", value: 0x3000, size: 1, typ: 't'}}})
+	b.add(kmod{name: "a", textBase: 0x1000, textSize: 0x100, syms: []ksym{{name: "a1", value: 0x1000, size: 1, typ: 't'}}})
+	m2 := b.add(kmod{name: "big", textBase: 0x2000, textSize: 0x100, syms: []ksym{{name: "b1", value: 0x2000, typ: 't'}}})
+	b.add(kmod{name: "c", textBase: 0x3000, textSize: 0x100, syms: []ksym{{name: "c1", value: 0x3000, size: 1, typ: 't'}}})
 	// Drop big's symtab (it lies in its data region).
 	mem, _ := b.lay.Struct("module")
 	f, _ := mem.Field("mem")

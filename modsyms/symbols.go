@@ -1,6 +1,7 @@
 package modsyms
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -112,6 +113,7 @@ func (ld *loader) symbols(m *Module, src *symSource) error {
 	}
 	ex, exErr := ld.exports(m, src.syms, src.numSyms)
 	b := symfinder.NewBuilder("module:"+m.Name, m.Name)
+	b.SetExtents(regionRanges(m.Regions), symfinder.SkippedInModuleLookups)
 	b.Grow(int(num), len(strs))
 	for i := uint64(0); i < num; i++ {
 		s := tab[i*es.size:]
@@ -312,6 +314,38 @@ func (ld *loader) tryExports(m *Module, syms, num uint64, c ksymLayout) (*export
 // conversion allocates for names over 32 bytes, once per symbol).
 func compareBS(b []byte, s string) int {
 	return strings.Compare(unsafe.String(unsafe.SliceData(b), len(b)), s)
+}
+
+// regionRanges are the ranges in which a module's symbols answer lookups
+// by address: each region, and a module_layout's text apart from the rest
+// of it, since the kernel's find_kallsyms_symbol bounds a text symbol by
+// the end of text. A region that wraps around or overlaps one before it
+// (only a corrupt module does that) is left out.
+func regionRanges(regions []Region) []symfinder.Range {
+	var rs []symfinder.Range
+	add := func(start, size uint64) {
+		if size == 0 || start+size < start {
+			return
+		}
+		rs = append(rs, symfinder.Range{Start: start, End: start + size})
+	}
+	for _, r := range regions {
+		if r.TextSize > 0 && r.TextSize < r.Size {
+			add(r.Base, r.TextSize)
+			add(r.Base+r.TextSize, r.Size-r.TextSize)
+		} else {
+			add(r.Base, r.Size)
+		}
+	}
+	slices.SortFunc(rs, func(a, b symfinder.Range) int { return cmp.Compare(a.Start, b.Start) })
+	out := rs[:0]
+	for _, r := range rs {
+		if len(out) > 0 && r.Start < out[len(out)-1].End {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func inRegions(rs []Region, a uint64) bool {

@@ -48,6 +48,9 @@ type kmod struct {
 	syms     []ksym
 	refcnt   uint32
 	textSize uint64
+	// textBase, if not 0, is where the text region says it lies (its
+	// bytes are not in memory; nothing reads them).
+	textBase uint64
 }
 
 func newKBuilder(t testing.TB, table string) *kbuilder {
@@ -117,6 +120,9 @@ func (b *kbuilder) add(m kmod) uint64 {
 
 	// Text, then symbol tables in data.
 	text := b.alloc(max(m.textSize, 1))
+	if m.textBase != 0 {
+		text = m.textBase
+	}
 	// symtab + strtab + typetab.
 	n := uint64(len(m.syms) + 1)
 	symtab := b.alloc(24 * n)

@@ -233,3 +233,18 @@ func (c *Chain) All() iter.Seq2[Symbol, error] {
 		}
 	}
 }
+
+// SymbolsNamed returns every symbol named name, of every enabled finder in
+// chain order (drgn's symbols(name)): one kernel can have several static
+// symbols of a name, in vmlinux and in modules. Finding none is an error
+// wrapping ErrNotFound.
+func (c *Chain) SymbolsNamed(name string) ([]Symbol, error) {
+	return c.Find(Query{Kind: ByName, Name: name})
+}
+
+// SymbolsAt returns every symbol containing addr, of every enabled finder
+// in chain order, each finder's best first (drgn's symbols(address)).
+// Finding none is an error wrapping ErrNotFound.
+func (c *Chain) SymbolsAt(addr uint64) ([]Symbol, error) {
+	return c.Find(Query{Kind: ByAddr, Addr: addr})
+}

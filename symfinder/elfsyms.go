@@ -85,6 +85,7 @@ func NewELFSymbols(r io.ReaderAt, name string, slide uint64) (ix *Index, err err
 
 	b := NewBuilder(name, "")
 	b.Grow(n, nameBytes)
+	sect := map[string]uint64{}
 	for i := range syms {
 		s, k := &syms[i], kinds[i]
 		if k == 0 {
@@ -95,6 +96,16 @@ func NewELFSymbols(r io.ReaderAt, name string, slide uint64) (ix *Index, err err
 			addr = (addr + slide) & mask
 		}
 		b.AddSized(addr, s.Size, k, unsafeBytes(s.Name))
+		if IsKernelSectionName(unsafeBytes(s.Name)) {
+			if _, dup := sect[s.Name]; !dup {
+				sect[s.Name] = addr
+			}
+		}
+	}
+	// A vmlinux holds every data symbol: it answers as a kernel built
+	// with CONFIG_KALLSYMS_ALL does.
+	if rs := KernelRanges(func(n string) (uint64, bool) { v, ok := sect[n]; return v, ok }, false); rs != nil {
+		b.SetExtents(rs, func(kind byte, _ []byte) bool { return isAbsolute(kind) })
 	}
 	return b.Build()
 }

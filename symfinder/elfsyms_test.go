@@ -166,7 +166,7 @@ func TestELFSymbols(t *testing.T) {
 				if s.wantLetter != 'a' && s.wantLetter != 'A' && addr >= 0xffffffff81000000 {
 					addr += slide
 				}
-				want = append(want, Symbol{Name: s.name, Addr: addr, Size: s.size, Kind: s.wantLetter})
+				want = append(want, Symbol{Name: s.name, Addr: addr, Size: s.size, ELFSize: s.size, Kind: Kind(s.wantLetter)})
 			}
 			assert.Equal(t, want, collect(ix, Query{Kind: All}))
 
@@ -222,7 +222,7 @@ func TestELFSymbolsGoBinary(t *testing.T) {
 	}
 	s := collect(ix, Query{Kind: ByName, Name: "runtime.main"})
 	require.Len(t, s, 1)
-	assert.Equal(t, byte('T'), s[0].Kind)
+	assert.Equal(t, Kind('T'), s[0].Kind)
 	require.NotZero(t, s[0].Size)
 	got, ok := ix.Lookup(s[0].Addr + s[0].Size - 1)
 	require.True(t, ok)

@@ -113,3 +113,32 @@ func ExampleParseSystemMap() {
 	// ffffffffad000000 T _text
 	// ffffffffad000100 T start_kernel
 }
+
+// A finder for code the caller knows about (here a JIT with one region),
+// answering as the kernel answers for a module: an address in the
+// padding after a function is that function's, up to the next symbol;
+// one outside the region is not found, and the chain asks the next
+// finder. The recorded size stays available as ELFSize.
+func ExampleBuilder_SetExtents() {
+	b := symfinder.NewBuilder("jit", "myjit")
+	b.AddSized(0xffffffffc1000000, 0x30, 't', []byte("jit_entry"))
+	b.AddSized(0xffffffffc1000040, 0x100, 't', []byte("jit_body"))
+	b.SetExtents([]symfinder.Range{{Start: 0xffffffffc1000000, End: 0xffffffffc1001000}}, symfinder.SkippedInModuleLookups)
+	jit, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	chain, _ := symfinder.NewChain(jit)
+	for _, addr := range []uint64{0xffffffffc1000038, 0xffffffffc1000ff0, 0xffffffffc1001000} {
+		s, err := chain.Lookup(addr)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(s.Format(addr), "ELF size", s.ELFSize)
+	}
+	// Output:
+	// jit_entry+0x38/0x40 [myjit] ELF size 48
+	// jit_body+0xfb0/0xfc0 [myjit] ELF size 256
+	// symfinder: address 0xffffffffc1001000: symbol not found
+}

@@ -2,8 +2,11 @@ package symfinder
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 )
 
 // ErrCorrupt means a symbol file could not be parsed: typically this
@@ -268,7 +271,150 @@ func (g *groupSet) note(i int) {
 }
 
 func (g *groupSet) finish() (*SymbolFile, error) {
+	g.setExtents()
 	return newSymbolFile(g.name, g.bs, g.roles, g.runs)
+}
+
+// setExtents bounds each group's lookups by address as the kernel's are
+// (see Builder.SetExtents). The image answers inside KernelRanges, from
+// its own section symbols (a file is taken as from a kernel of 5.16 or
+// later); the symbols outside the image answer nothing, their sizes
+// ending with the per-CPU area. A module's regions are not in the file:
+// each stretch of its symbols that no other group's symbol interrupts is
+// taken as one, ending at its highest symbol, which thus contains only
+// its own address, so an extent never crosses into another module; and
+// since regions are whole pages, one also ends at the first page boundary
+// (of 4 KiB, the smallest) between two symbols unless both are text, the
+// region a module has one of: the end of text, rodata or data may lie
+// there. An address past such a cut is not found, though the kernel may
+// still have it in the symbol: the file cannot say.
+// Absolute symbols and mapping symbols of modules (their per-CPU
+// variables, "$x", "$d") neither answer nor bound.
+func (g *groupSet) setExtents() {
+	sect := map[string]uint64{}
+	for k, b := range g.bs {
+		if g.roles[k] == roleModule {
+			continue
+		}
+		for i, a := range b.ix.addrs {
+			if name := b.ix.NameBytes(i); IsKernelSectionName(name) {
+				if _, dup := sect[string(name)]; !dup {
+					sect[string(name)] = a
+				}
+			}
+		}
+	}
+	kr := KernelRanges(func(n string) (uint64, bool) { v, ok := sect[n]; return v, ok }, false)
+	if kr != nil {
+		var image, other []Range
+		for _, r := range kr {
+			if r.SizesOnly {
+				other = append(other, r)
+			} else {
+				image = append(image, r)
+			}
+		}
+		for k, b := range g.bs {
+			switch g.roles[k] {
+			case roleImage:
+				b.SetExtents(image, func(kind byte, _ []byte) bool { return isAbsolute(kind) })
+			case roleOther:
+				b.SetExtents(append([]Range{}, other...), nil)
+			}
+		}
+	}
+	g.setModuleExtents()
+}
+
+// setModuleExtents gives each module group the stretches of its symbols
+// as ranges (see setExtents).
+func (g *groupSet) setModuleExtents() {
+	type owned struct {
+		addr  uint64
+		group int
+		text  bool
+	}
+	var syms []owned
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for k, b := range g.bs {
+		if g.roles[k] != roleModule {
+			continue
+		}
+		for i, a := range b.ix.addrs {
+			if !SkippedInModuleLookups(b.ix.Kind(i), b.ix.NameBytes(i)) {
+				kind := b.ix.Kind(i)
+				syms = append(syms, owned{a, k, kind == 't' || kind == 'T'})
+				lo, hi = min(lo, a), max(hi, a)
+			}
+		}
+	}
+	if syms == nil {
+		for k, b := range g.bs {
+			if g.roles[k] == roleModule {
+				b.SetExtents(nil, SkippedInModuleLookups)
+			}
+		}
+		return
+	}
+	// Kernel symbols among the modules' interrupt their stretches too.
+	for k, b := range g.bs {
+		if g.roles[k] == roleImage {
+			for i, a := range b.ix.addrs {
+				if a >= lo && a <= hi && !isAbsolute(b.ix.Kind(i)) {
+					syms = append(syms, owned{a, k, false})
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(syms, func(x, y owned) int { return cmp.Compare(x.addr, y.addr) })
+	ranges := make([][]Range, len(g.bs))
+	for i := 0; i < len(syms); {
+		k := syms[i].group
+		r := Range{Start: syms[i].addr}
+		j := i + 1
+		for ; j < len(syms) && syms[j].group == k; j++ {
+			if b := pageAfter(syms[j-1].addr); b <= syms[j].addr && !(syms[j-1].text && syms[j].text) {
+				// A page boundary between two symbols of different
+				// sections may end a region: stop there.
+				r.End = b
+				ranges[k] = append(ranges[k], r)
+				r = Range{Start: syms[j].addr}
+			}
+		}
+		r.End, r.EndIncluded = syms[j-1].addr, true
+		if g.roles[k] == roleModule {
+			ranges[k] = append(ranges[k], r)
+		}
+		i = j
+	}
+	for k, b := range g.bs {
+		if g.roles[k] == roleModule {
+			b.SetExtents(mergeTouching(ranges[k]), SkippedInModuleLookups)
+		}
+	}
+}
+
+// pageAfter is the first 4 KiB boundary above a (0 past the top).
+func pageAfter(a uint64) uint64 { return (a | 0xfff) + 1 }
+
+// mergeTouching joins ranges that share an address (two stretches split by
+// another group's symbol at the same address) so that they stay disjoint.
+func mergeTouching(rs []Range) []Range {
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && (r.Start < out[n-1].End || r.Start == out[n-1].End && out[n-1].EndIncluded) {
+			p := &out[n-1]
+			switch {
+			case r.End > p.End:
+				p.End, p.EndIncluded = r.End, r.EndIncluded
+			case r.End == p.End:
+				p.EndIncluded = p.EndIncluded || r.EndIncluded
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // imageStart finds where the kernel image starts among link-time or

@@ -59,6 +59,11 @@ type Index struct {
 	radixBase  uint64
 	radixShift uint
 
+	// ranges and skipped are set by Builder.SetExtents (extent.go):
+	// ranges is nil without it.
+	ranges  []Range
+	skipped []uint64 // bitset by source index; nil: none skipped
+
 	nameOnce sync.Once
 	byName   nameIndex
 }
@@ -103,6 +108,10 @@ type Builder struct {
 	// ExpectSorted); last is the address added last.
 	compact bool
 	last    uint64
+
+	extents bool
+	ranges  []Range
+	skip    func(kind byte, name []byte) bool
 }
 
 // NewBuilder starts an index. name is the finder name it answers to
@@ -233,11 +242,12 @@ func (b *Builder) Len() int {
 // Addresses are pulled through addrs, which fills out with the addresses
 // of symbols first, first+1, ...; they must never decrease, or NewSorted
 // fails. An error from addrs is returned as is. end is where the highest
-// symbol ends (see Builder.SetDerivedEnd).
+// symbol ends (see Builder.SetDerivedEnd). ranges, if not nil, are the
+// extents of Builder.SetExtents (with no skipped symbols).
 //
 // NewSorted is CompactSorted followed by NewSortedFrom, which a caller
 // with other work to do between them may call itself.
-func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(first int, out []uint64) error, end uint64) (*Index, error) {
+func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(first int, out []uint64) error, end uint64, ranges []Range) (*Index, error) {
 	if len(nameOff) == 0 {
 		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
 	}
@@ -245,7 +255,7 @@ func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(f
 	if err != nil {
 		return nil, err
 	}
-	return NewSortedFrom(name, module, a, names, nameOff, end)
+	return NewSortedFrom(name, module, a, names, nameOff, end, ranges)
 }
 
 // SortedAddrs are the addresses of an Index built in bulk (see NewSorted),
@@ -307,7 +317,7 @@ func CompactSorted(n int, addrs func(first int, out []uint64) error) (*SortedAdd
 
 // NewSortedFrom finishes the Index of a's symbols with their names (see
 // NewSorted). a must not be used again.
-func NewSortedFrom(name, module string, a *SortedAddrs, names []byte, nameOff []uint32, end uint64) (*Index, error) {
+func NewSortedFrom(name, module string, a *SortedAddrs, names []byte, nameOff []uint32, end uint64, ranges []Range) (*Index, error) {
 	if len(nameOff) == 0 || nameOff[0] != 0 {
 		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
 	}
@@ -327,6 +337,11 @@ func NewSortedFrom(name, module string, a *SortedAddrs, names []byte, nameOff []
 	a.ix = nil
 	ix.name, ix.module = name, module
 	ix.names, ix.nameOff, ix.derivedEnd = names[:nameOff[n]:nameOff[n]], nameOff, end
+	if ranges != nil {
+		if err := ix.finishExtents(ranges, nil); err != nil {
+			return nil, err
+		}
+	}
 	return ix, nil
 }
 
@@ -349,7 +364,7 @@ func (b *Builder) Build() (*Index, error) {
 		ix.addrLo = slices.Clip(ix.addrLo)
 		ix.hiRuns = slices.Clip(ix.hiRuns)
 		ix.buildRadix()
-		return ix, nil
+		return ix, b.finishExtents(ix)
 	}
 	ix.addrs = slices.Clip(ix.addrs)
 	if !slices.IsSorted(ix.addrs) {
@@ -373,7 +388,14 @@ func (b *Builder) Build() (*Index, error) {
 	if ix.byAddr == nil && ix.sizes == nil {
 		ix.compact()
 	}
-	return ix, nil
+	return ix, b.finishExtents(ix)
+}
+
+func (b *Builder) finishExtents(ix *Index) error {
+	if !b.extents {
+		return nil
+	}
+	return ix.finishExtents(b.ranges, b.skip)
 }
 
 func (ix *Index) buildRadix() {
@@ -470,7 +492,15 @@ func (ix *Index) Kind(i int) byte { return ix.names[ix.nameOff[i]] }
 func (ix *Index) NameBytes(i int) []byte { return ix.names[ix.nameOff[i]+1 : ix.nameOff[i+1]] }
 
 // Size returns the size of the i'th symbol and whether it was derived.
+// Under SetExtents a symbol inside a range has the kernel's size: up to the
+// next higher symbol or the range's end; other symbols keep their recorded
+// size, or one derived from the next higher address.
 func (ix *Index) Size(i int) (size uint64, derived bool) {
+	if ix.ranges != nil {
+		if size, derived, ok := ix.sizeExtent(i); ok {
+			return size, derived
+		}
+	}
 	if ix.sizes != nil {
 		return ix.sizes[i], false
 	}
@@ -589,6 +619,10 @@ func (ix *Index) Symbol(i int) Symbol {
 
 func (ix *Index) symbol(i int, size uint64, derived bool) Symbol {
 	name := ix.NameBytes(i)
+	var elfSize uint64
+	if ix.sizes != nil {
+		elfSize = ix.sizes[i]
+	}
 	return Symbol{
 		// The names buffer is never written after Build, so the string may
 		// share it: returning a symbol costs no allocation.
@@ -596,7 +630,8 @@ func (ix *Index) symbol(i int, size uint64, derived bool) Symbol {
 		Addr:        ix.addr(i),
 		Size:        size,
 		SizeDerived: derived,
-		Kind:        ix.Kind(i),
+		ELFSize:     elfSize,
+		Kind:        Kind(ix.Kind(i)),
 		Module:      ix.module,
 	}
 }
@@ -619,7 +654,7 @@ func (ix *Index) Find(q Query, yield func(Symbol) bool) error {
 // after it.
 func (ix *Index) all(yield func(Symbol) bool) {
 	n := ix.n
-	if ix.sizes != nil || ix.byAddr != nil {
+	if ix.sizes != nil || ix.byAddr != nil || ix.skipped != nil {
 		for i := range n {
 			if !yield(ix.Symbol(i)) {
 				return
@@ -627,6 +662,7 @@ func (ix *Index) all(yield func(Symbol) bool) {
 		}
 		return
 	}
+	rk := 0 // the first range that may hold the next address
 	for i := 0; i < n; {
 		a := ix.addr(i)
 		j := i + 1
@@ -643,6 +679,17 @@ func (ix *Index) all(yield func(Symbol) bool) {
 			size = b - a
 		case ix.derivedEnd > a:
 			size = ix.derivedEnd - a
+		}
+		if ix.ranges != nil {
+			for rk < len(ix.ranges) && (ix.ranges[rk].End < a || ix.ranges[rk].End == a && !ix.ranges[rk].EndIncluded) {
+				rk++
+			}
+			if rk < len(ix.ranges) && ix.ranges[rk].Contains(a) {
+				r := ix.ranges[rk]
+				if j == n || b > r.End && !r.ToNextSymbol {
+					size = r.End - a
+				}
+			}
 		}
 		for ; i < j; i++ {
 			if !yield(ix.symbol(i, size, true)) {
@@ -666,6 +713,10 @@ func (ix *Index) Lookup(addr uint64) (Symbol, bool) {
 // [addr, addr+size) holds a, the closest start first and, among equal
 // starts, source order; a symbol of size 0 holds only its own address.
 func (ix *Index) findAddr(a uint64, yield func(Symbol) bool) {
+	if ix.ranges != nil {
+		ix.findExtent(a, yield)
+		return
+	}
 	p := ix.upper(a) // first position above a
 	if p == 0 {
 		return

@@ -298,7 +298,7 @@ func testIndexLarge(t *testing.T, syms []largeSym, prefixes []string, r *rand.Ra
 						out[j] = syms[first+j].addr
 					}
 					return nil
-				}, end)
+				}, end, nil)
 				require.NoError(t, err)
 				checkLarge(t, ix, syms, prefixes, r, end)
 				return
@@ -332,7 +332,7 @@ func checkLarge(t *testing.T, ix *Index, syms []largeSym, prefixes []string, r *
 	all := collect(ix, Query{Kind: All})
 	require.Len(t, all, len(syms))
 	for i, s := range syms {
-		want := Symbol{Name: s.name, Addr: s.addr, Size: sizeOf(i), SizeDerived: true, Kind: s.kind}
+		want := Symbol{Name: s.name, Addr: s.addr, Size: sizeOf(i), SizeDerived: true, Kind: Kind(s.kind)}
 		require.Equal(t, want, all[i], "symbol %d", i)
 		size, derived := ix.Size(i)
 		require.True(t, derived)
@@ -389,17 +389,17 @@ func TestNewSortedErrors(t *testing.T) {
 	addrs := func(v ...uint64) func(int, []uint64) error {
 		return func(first int, out []uint64) error { copy(out, v[first:]); return nil }
 	}
-	_, err := NewSorted("k", "", []byte("Ta"), nil, addrs(), 0)
+	_, err := NewSorted("k", "", []byte("Ta"), nil, addrs(), 0, nil)
 	require.ErrorContains(t, err, "start at 0")
-	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 2}, addrs(1, 2), 0)
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 2}, addrs(1, 2), 0, nil)
 	require.ErrorContains(t, err, "symbol 1 has no type letter")
-	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 5}, addrs(1, 2), 0)
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 5}, addrs(1, 2), 0, nil)
 	require.ErrorContains(t, err, "past the 4-byte buffer")
-	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, addrs(2, 1), 0)
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, addrs(2, 1), 0, nil)
 	require.ErrorContains(t, err, "symbol 1 at 0x1 is below")
-	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, func(int, []uint64) error { return fmt.Errorf("unreadable") }, 0)
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, func(int, []uint64) error { return fmt.Errorf("unreadable") }, 0, nil)
 	require.ErrorContains(t, err, "unreadable")
-	ix, err := NewSorted("k", "", nil, []uint32{0}, addrs(), 0)
+	ix, err := NewSorted("k", "", nil, []uint32{0}, addrs(), 0, nil)
 	require.NoError(t, err)
 	require.Zero(t, ix.Len())
 	require.Empty(t, collect(ix, Query{Kind: ByName, Name: "a"}))
@@ -490,7 +490,7 @@ func TestNewSortedWindows(t *testing.T) {
 		got, err := NewSorted("k", "", nb, off, func(first int, out []uint64) error {
 			copy(out, addrs[first:])
 			return nil
-		}, 0)
+		}, 0, nil)
 		require.NoError(t, err)
 		require.Equal(t, n, got.Len())
 		for i, a := range addrs {

@@ -60,10 +60,13 @@ func TestParseKallsymsLookup(t *testing.T) {
 		{0xffffffff81000000, "_stext+0x0/0x70", []string{"_stext", "_text", "startup_64"}},
 		{0xffffffff8100006f, "_stext+0x6f/0x70", nil},
 		{0xffffffff81001041, "do_one_initcall+0x1/0xffefc0", nil},
-		{0xffffffff82a00100, "bss_local+0x0/0x0", nil}, // highest vmlinux symbol: size unknown
-		{0xffffffff82a00101, "", nil},
-		{0x1008, "cpu_debug_store+0x8/0x1000", nil}, // per-CPU offsets among themselves
-		{0x2d000, "__per_cpu_end+0x0/0x0", nil},
+		{0xffffffff82a00100, "bss_local+0x0/0xfff00", nil}, // up to _end (KALLSYMS_ALL)
+		{0xffffffff82afffff, "bss_local+0xffeff/0xfff00", nil},
+		{0xffffffff82b00000, "", nil}, // _end itself is past the kernel's range
+		{0xffffffff80ffffff, "", nil}, // below _stext
+		{0x0, "", nil},                // per-CPU offsets are no addresses the kernel resolves
+		{0x1008, "", nil},
+		{0x2d000, "", nil},
 		{0x2d001, "", nil}, // not stretched to the kernel text
 		{0xffffffffc0a00010, "xfs_init_fs_context+0x10/0x1000 [xfs]", nil},
 		{0xffffffffc0a01fff, "xfs_fs_fill_super+0xfff/0x1000 [xfs]", nil},
@@ -100,7 +103,7 @@ func TestParseKallsymsLookup(t *testing.T) {
 	assert.Equal(t, 3, xfs.Len())
 	vm, ok := f.Module("")
 	require.True(t, ok)
-	assert.Equal(t, 11, vm.Len())
+	assert.Equal(t, 12, vm.Len())
 	_, ok = f.Module("ext4")
 	assert.False(t, ok)
 

@@ -43,9 +43,20 @@ func TestParseSystemMap(t *testing.T) {
 			hits := collect(f, Query{Kind: ByAddr, Addr: 0xffffffff81000010 + tc.slide})
 			assert.Equal(t, []string{"_stext", "_text", "startup_64"}, names(hits))
 			assert.EqualValues(t, 0x70, hits[0].Size)
+			// Per-CPU offsets are no addresses the kernel resolves; their
+			// sizes end with the per-CPU area.
 			hits = collect(f, Query{Kind: ByAddr, Addr: 0x1010})
+			assert.Empty(t, hits)
+			s = collect(f, Query{Kind: ByName, Name: "irq_stack_backing_store"})
+			require.Len(t, s, 1)
+			assert.EqualValues(t, 0x2b000, s[0].Size)
+			s = collect(f, Query{Kind: ByName, Name: "__per_cpu_end"})
+			require.Len(t, s, 1)
+			assert.EqualValues(t, 0, s[0].Size)
+			hits = collect(f, Query{Kind: ByAddr, Addr: 0xffffffff82a00110 + tc.slide})
 			require.NotEmpty(t, hits)
-			assert.Equal(t, "cpu_debug_store+0x10/0x1000", hits[0].Format(0x1010))
+			assert.Equal(t, "bss_local+0x10/0xfff00", hits[0].Format(0xffffffff82a00110+tc.slide))
+			assert.Empty(t, collect(f, Query{Kind: ByAddr, Addr: 0xffffffff82b00000 + tc.slide}), "_end is past the range")
 			// The image's symbols never reach down to the per-CPU ones.
 			hits = collect(f, Query{Kind: ByAddr, Addr: 0xffffffff80000000})
 			assert.Empty(t, hits)

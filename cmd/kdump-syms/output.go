@@ -69,7 +69,7 @@ func (sw *symbolWriter) write(s symfinder.Symbol) error {
 	switch sw.format {
 	case "kallsyms", "system.map":
 		b = appendHex(b, s.Addr, sw.digits)
-		b = append(b, ' ', s.Kind, ' ')
+		b = append(b, ' ', byte(s.Kind), ' ')
 		b = append(b, s.Name...)
 		if s.Module != "" {
 			b = append(b, "\t["...)
@@ -82,7 +82,7 @@ func (sw *symbolWriter) write(s symfinder.Symbol) error {
 			b = append(b, "addr,type,name,size,size_derived,module\n"...)
 		}
 		b = appendHex(b, s.Addr, sw.digits)
-		b = append(b, ',', s.Kind, ',')
+		b = append(b, ',', byte(s.Kind), ',')
 		b = appendCSV(b, s.Name)
 		b = append(b, ',')
 		b = strconv.AppendUint(b, s.Size, 10)
@@ -93,7 +93,7 @@ func (sw *symbolWriter) write(s symfinder.Symbol) error {
 		b = append(b, '\n')
 	case "json":
 		j, err := json.Marshal(jsonSymbol{
-			Addr: string(appendHex(nil, s.Addr, sw.digits)), Type: string(s.Kind), Name: s.Name,
+			Addr: string(appendHex(nil, s.Addr, sw.digits)), Type: s.Kind.String(), Name: s.Name,
 			Size: s.Size, SizeDerived: s.SizeDerived, Module: s.Module,
 		})
 		if err != nil {

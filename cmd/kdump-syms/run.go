@@ -63,6 +63,7 @@ type common struct {
 	lazy         bool
 	stats        bool
 	noCache      bool
+	demangle     bool
 	started      time.Time
 }
 
@@ -80,6 +81,7 @@ func (c *common) register(fs *flag.FlagSet) {
 		"names: kallsyms, modules, vmlinux, system.map, kallsyms-file")
 	fs.BoolVar(&c.lazy, "lazy", false, "decode kallsyms names on demand instead of expanding the whole table")
 	fs.BoolVar(&c.stats, "stats", false, "print time, bytes read and heap per phase on stderr, as key=value lines")
+	fs.BoolVar(&c.demangle, "demangle", false, "show Rust symbol names (v0 and legacy) demangled")
 	fs.BoolVar(&c.noCache, "no-cache", false, "do not keep decompressed .xz/.zst/.gz dumps in the user's cache directory\n"+
 		"(default: kept, keyed by the wrapped file's SHA-256, 4 GiB at most, least recently used removed first)")
 }
@@ -244,7 +246,9 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("all", "all [flags] VMCORE")
 	c.register(fs)
-	format := fs.String("format", "kallsyms", "output `format`: "+strings.Join(formats, ", "))
+	format := fs.String("format", "kallsyms", "output `format`: "+strings.Join(formats, ", ")+
+		" (system.map: the core kernel only, sorted, at link-time addresses, as --system-map reads it)")
+	module := fs.String("module", "", "only the symbols of module `NAME` (vmlinux: the core kernel)")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
@@ -263,20 +267,46 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 		return usageError{err.Error()}
 	}
 	var failed []error
+	printed := 0
 	err = s.Phase("output", func() error {
+		var mapSyms []symfinder.Symbol
 		for sym, err := range s.Chain().All() {
 			if err != nil {
 				failed = append(failed, err)
 				continue
 			}
+			if !moduleMatches(*module, sym.Module) {
+				continue
+			}
+			if *format == "system.map" {
+				mapSyms = append(mapSyms, sym)
+				continue
+			}
+			if c.demangle {
+				sym.Name = demangleName(sym.Name)
+			}
+			printed++
 			if err := sw.write(sym); err != nil {
 				return err
+			}
+		}
+		if *format == "system.map" {
+			slide, _ := s.KASLROffset()
+			for _, sym := range systemMap(mapSyms, slide, ptr) {
+				printed++
+				if err := sw.write(sym); err != nil {
+					return err
+				}
 			}
 		}
 		return sw.flush()
 	})
 	if err != nil {
 		return err
+	}
+	if *module != "" && printed == 0 && len(failed) == 0 {
+		fmt.Fprintf(stderr, "kdump-syms: no symbols of module %q\n", *module)
+		return exitCode(exitUnresolved)
 	}
 	// Modules that failed alone were skipped; say so.
 	if set, merr := s.Modules(); set != nil && merr != nil {
@@ -292,12 +322,24 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR... | addr [flags] VMCORE -")
 	c.register(fs)
+	addresses := fs.Bool("addresses", false, `with "-": add the address of each symbolic frame (sym+off [mod]), for objdump or gdb`)
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 2 {
 		return usagef("addr: want VMCORE and at least one address, or - to read text from stdin")
+	}
+	stdin := len(pos) == 2 && pos[1] == "-"
+	var queries []addrQuery
+	if !stdin {
+		for _, a := range pos[1:] {
+			q, err := parseAddrArg(a)
+			if err != nil {
+				return err
+			}
+			queries = append(queries, q)
+		}
 	}
 	s, err := c.open(pos[:1], stderr)
 	if err != nil {
@@ -313,26 +355,35 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	if arch.Name == "s390x" {
 		minAddr = 0 // the kernel runs at low addresses
 	}
+	format := c.formatter()
 	unresolved := 0
 	err = s.Phase("output", func() error {
-		if len(pos) == 2 && pos[1] == "-" {
-			_, unres, err := symbolizeText(stdinReader, stdout, s.Chain(), digits, minAddr)
-			unresolved = unres
+		if stdin {
+			o := &oopsReader{r: s.Chain(), digits: digits, minAddr: minAddr, addresses: *addresses, format: format}
+			err := o.symbolizeStream(stdinReader, stdout)
+			unresolved = o.unresolved
 			return err
 		}
-		for _, a := range pos[1:] {
-			addr, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(a), "0x"), 16, 64)
-			if err != nil {
-				return usagef("addr: %q is not a hexadecimal address", a)
+		for _, q := range queries {
+			addrs := []uint64{q.addr}
+			if q.symbol {
+				if addrs = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
+					unresolved++
+					fmt.Fprintf(stderr, "kdump-syms: %q: no symbol %s%s\n", q.arg, q.name, moduleSuffix(q.module))
+					fmt.Fprintf(stdout, "%s ?\n", q.arg)
+					continue
+				}
 			}
-			sym, err := s.Chain().Lookup(addr)
-			if err != nil {
-				unresolved++
-				fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
-				fmt.Fprintf(stdout, "%0*x ?\n", digits, addr)
-				continue
+			for _, addr := range addrs {
+				sym, err := s.Chain().Lookup(addr)
+				if err != nil {
+					unresolved++
+					fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
+					fmt.Fprintf(stdout, "%0*x ?\n", digits, addr)
+					continue
+				}
+				fmt.Fprintf(stdout, "%0*x %s\n", digits, addr, format(sym, addr))
 			}
-			fmt.Fprintf(stdout, "%0*x %s\n", digits, addr, sym.Format(addr))
 		}
 		return nil
 	})
@@ -345,6 +396,13 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+func moduleSuffix(m string) string {
+	if m == "" {
+		return ""
+	}
+	return " in " + m
+}
+
 // stdinReader is the text "addr -" symbolizes; tests replace it.
 var stdinReader io.Reader = os.Stdin
 
@@ -355,6 +413,7 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 	glob := fs.Bool("glob", false, "NAMEs are shell patterns (*, ?, [...])")
 	re := fs.Bool("regexp", false, "NAMEs are regular expressions (RE2, matched anywhere; anchor with ^ and $)")
 	format := fs.String("format", "kallsyms", "output `format`: "+strings.Join(formats, ", "))
+	module := fs.String("module", "", "only symbols of module `NAME` (vmlinux: the core kernel); NAME may also be given as MODULE:NAME")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
@@ -366,7 +425,18 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 		return usagef("name: --glob and --regexp exclude each other")
 	}
 	var match []func(string) bool
-	for _, n := range pos[1:] {
+	var mods []string // each NAME's module filter
+	names := slices.Clone(pos[1:])
+	for i, n := range names {
+		mod, name := splitModuleName(n)
+		if mod == "" {
+			mod = *module
+		} else if *module != "" && mod != *module {
+			return usagef("name: %q names module %s, --module says %s", n, mod, *module)
+		}
+		mods = append(mods, mod)
+		names[i] = name
+		n = name
 		switch {
 		case *glob:
 			if _, err := path.Match(n, ""); err != nil {
@@ -390,6 +460,12 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	write := func(sym symfinder.Symbol) error {
+		if c.demangle {
+			sym.Name = demangleName(sym.Name)
+		}
+		return sw.write(sym)
+	}
 	unresolved := 0
 	err = s.Phase("output", func() error {
 		if match != nil {
@@ -400,9 +476,9 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 					continue
 				}
 				for i, m := range match {
-					if m(sym.Name) {
+					if moduleMatches(mods[i], sym.Module) && m(sym.Name) {
 						found[i] = true
-						if err := sw.write(sym); err != nil {
+						if err := write(sym); err != nil {
 							return err
 						}
 						break
@@ -417,15 +493,19 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 			}
 			return sw.flush()
 		}
-		for _, n := range pos[1:] {
+		for i, n := range names {
 			syms, err := s.Chain().Find(symfinder.Query{Kind: symfinder.ByName, Name: n})
+			syms = slices.DeleteFunc(syms, func(sym symfinder.Symbol) bool { return !moduleMatches(mods[i], sym.Module) })
+			if err == nil && len(syms) == 0 {
+				err = fmt.Errorf("no symbol %s%s: %w", n, moduleSuffix(mods[i]), symfinder.ErrNotFound)
+			}
 			if err != nil {
 				unresolved++
-				fmt.Fprintf(stderr, "kdump-syms: %q: %v\n", n, err)
+				fmt.Fprintf(stderr, "kdump-syms: %q: %v\n", pos[1+i], err)
 				continue
 			}
 			for _, sym := range syms {
-				if err := sw.write(sym); err != nil {
+				if err := write(sym); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,415 @@
+package main
+
+// The reader behind "addr -": it symbolizes kernel text as people paste
+// it (oopses, warnings, stack dumps, register dumps, with or without
+// dmesg and journal prefixes) line by line, adding symbols and nothing
+// else.
+//
+// The forms it knows, by kernel generation:
+//
+//   - 2.6–4.x x86 frames: " [<ffffffff8110a2b4>] ? do_sys_open+0x14/0x60 [mod]"
+//     (the symbol already there is kept; a frame without one gets it);
+//   - 3.x "RIP: 0010:[<addr>]  [<addr>] sym+off/size", and 4.x+ "RIP:
+//     0010:sym+off/size" (%pS: looked up as is);
+//   - 4.x+ symbolic frames " ? sym+off/size [mod]" and bare " ? 0xaddr"
+//     for addresses the kernel could not name (%pB: return addresses,
+//     looked up at addr-1 so that a call ending a function is not blamed
+//     on the next one, the offset printed from addr as the kernel does);
+//   - arm64 "pc : sym+off/size", "lr : sym+off/size" and the 4.x "pc :
+//     [<addr>] lr : [<addr>] pstate: ..." lines (%pS);
+//   - register dumps ("RAX: ffffffff81e0a3c0 RBX: ..."): a value that
+//     lies in a symbol gets it, as crash's "bt -s" shows, others not;
+//   - "Code:" lines are left exactly as they are.
+//
+// With addresses set, each symbolic "sym+off/size [mod]" gets its address
+// inserted before it ("[<ffffffff8110a2b4>] do_sys_open+0x14/0x60"),
+// found by a reverse lookup that must be unambiguous (the size must match
+// when the name is not unique), so the trace can go to objdump or gdb.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+)
+
+// oopsResolver is what the oops reader needs of a chain.
+type oopsResolver interface {
+	Lookup(addr uint64) (symfinder.Symbol, error)
+	Find(q symfinder.Query) ([]symfinder.Symbol, error)
+}
+
+// oopsReader symbolizes text line by line. It keeps whether the lines so
+// far are inside a call trace.
+type oopsReader struct {
+	r         oopsResolver
+	digits    int    // hex digits of a bare address: 16 (64-bit) or 8
+	minAddr   uint64 // lower addresses are not looked up (user space)
+	addresses bool   // add addresses to symbolic frames
+	format    func(symfinder.Symbol, uint64) string
+
+	inTrace bool
+
+	resolved, unresolved int
+}
+
+// insertion is text added at a byte offset of a line.
+type insertion struct {
+	at   int
+	text string
+}
+
+// symbolizeStream copies r to w line by line, flushing each line before it
+// reads the next, so that it can follow "dmesg -w" or serve as a
+// coprocess.
+func (o *oopsReader) symbolizeStream(r io.Reader, w io.Writer) error {
+	br := bufio.NewReader(r)
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	for {
+		line, rerr := br.ReadString('\n')
+		if len(line) > 0 {
+			if _, err := bw.WriteString(o.line(line)); err != nil {
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// line returns line with its insertions applied.
+func (o *oopsReader) line(line string) string {
+	ins := o.annotate(line)
+	if len(ins) == 0 {
+		return line
+	}
+	var b strings.Builder
+	last := 0
+	for _, in := range ins {
+		b.WriteString(line[last:in.at])
+		b.WriteString(in.text)
+		last = in.at
+	}
+	b.WriteString(line[last:])
+	return b.String()
+}
+
+// registerLabels mark a line of register values, whose addresses are
+// looked up as they are (%pS), never as return addresses.
+var registerLabels = []string{"RIP:", "RSP:", "RAX:", "RDX:", "RBP:", "R10:", "R13:", "FS:", "CS:", "CR2:",
+	"EIP:", "EAX:", "ESI:", "pc :", "lr :", "sp :", "x29:", "x1 :", "PC is at", "LR is at", "pstate:",
+	"NIP:", "LR:", "CTR:", "GPR", "Krnl PSW", "epc :", "ra :"}
+
+func isRegisterLine(s string) bool {
+	for _, l := range registerLabels {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// traceMarkers start a call trace; the lines after it are frames until a
+// line that has no frame in it.
+func startsTrace(s string) bool {
+	return strings.Contains(s, "Call Trace:") || strings.Contains(s, "Call trace:") || strings.Contains(s, "Backtrace:") ||
+		strings.Contains(s, "Exception stack(")
+}
+
+// annotate returns the insertions for line, in order.
+func (o *oopsReader) annotate(line string) []insertion {
+	if strings.Contains(line, "Code: ") {
+		o.inTrace = false
+		return nil
+	}
+	if startsTrace(line) {
+		o.inTrace = true
+		return nil
+	}
+	regs := isRegisterLine(line)
+	if regs {
+		o.inTrace = false
+	}
+	toks := scanTokens(line, o.digits)
+	if o.inTrace && !regs && len(toks) == 0 && !isTraceMarkerLine(line) {
+		o.inTrace = false
+	}
+	var ins []insertion
+	for k, t := range toks {
+		switch t.kind {
+		case tokSymbol:
+			if o.addresses {
+				if a, ok := o.reverse(t); ok {
+					ins = append(ins, insertion{at: t.start, text: fmt.Sprintf("[<%0*x>] ", o.digits, a)})
+				}
+			}
+		case tokAddr:
+			if t.addr < o.minAddr {
+				continue
+			}
+			// A symbol right after the address (the frame already has
+			// one), or the same address again (3.x "RIP: 0010:[<a>]
+			// [<a>] sym"): nothing to add.
+			if k+1 < len(toks) && toks[k+1].gapOnly(line, t) {
+				continue
+			}
+			frame := !regs && (t.bracket || o.inTrace)
+			sym, ok := o.lookup(t.addr, frame)
+			if !ok {
+				if frame || regs && strings.Contains(line[:t.start], "IP:") {
+					o.unresolved++
+				}
+				continue
+			}
+			o.resolved++
+			text := o.format(sym, t.addr)
+			if strings.ContainsAny(text, "\r\n") {
+				continue
+			}
+			ins = append(ins, insertion{at: t.end, text: " " + text})
+		}
+	}
+	return ins
+}
+
+// isTraceMarkerLine reports a call trace's <IRQ>, <TASK>, </TASK>, <NMI>,
+// <EOI> lines, which keep the trace going.
+func isTraceMarkerLine(s string) bool {
+	i := strings.IndexByte(s, '<')
+	if i < 0 {
+		return false
+	}
+	j := strings.IndexByte(s[i:], '>')
+	if j < 0 {
+		return false
+	}
+	m := strings.TrimPrefix(s[i+1:i+j], "/")
+	return m == "TASK" || m == "IRQ" || m == "NMI" || m == "EOI" || m == "EOE" || m == "SOFTIRQ" || m == "#DF" || m == "DB" ||
+		strings.HasPrefix(m, "#")
+}
+
+// lookup resolves addr; a frame's return address is looked up at addr-1,
+// as the kernel's %pB does.
+func (o *oopsReader) lookup(addr uint64, frame bool) (symfinder.Symbol, bool) {
+	q := addr
+	if frame && q > 0 {
+		q--
+	}
+	sym, err := o.r.Lookup(q)
+	if err != nil {
+		return symfinder.Symbol{}, false
+	}
+	return sym, true
+}
+
+// reverse finds the address a symbolic "name+off/size [mod]" names: the one
+// symbol of that name (in that module), or the one of them with that size.
+func (o *oopsReader) reverse(t token) (uint64, bool) {
+	syms, err := o.r.Find(symfinder.Query{Kind: symfinder.ByName, Name: t.name})
+	if err != nil {
+		return 0, false
+	}
+	var cands []symfinder.Symbol
+	for _, s := range syms {
+		if s.Module == t.module {
+			cands = append(cands, s)
+		}
+	}
+	if len(cands) > 1 && t.hasSize {
+		var sized []symfinder.Symbol
+		for _, s := range cands {
+			if s.Size == t.size {
+				sized = append(sized, s)
+			}
+		}
+		cands = sized
+	}
+	if len(cands) != 1 || t.off > cands[0].Size && cands[0].Size != 0 {
+		return 0, false
+	}
+	return cands[0].Addr + t.off, true
+}
+
+type tokKind uint8
+
+const (
+	tokAddr   tokKind = iota + 1 // a hex address, bare, 0x-prefixed or in [<...>]
+	tokSymbol                    // name+0xoff/0xsize, optionally " [module]"
+)
+
+// token is an address or a symbolic location found in a line: line[start:end].
+type token struct {
+	kind       tokKind
+	start, end int
+	addr       uint64
+	bracket    bool // [<addr>]
+	name       string
+	module     string
+	off, size  uint64
+	hasSize    bool
+}
+
+// gapOnly reports whether t follows prev with only blanks and a "? "
+// between them, and says the same thing again: a symbol, or the same
+// address.
+func (t token) gapOnly(line string, prev token) bool {
+	gap := strings.TrimSpace(line[prev.end:t.start])
+	if gap != "" && gap != "?" {
+		return false
+	}
+	return t.kind == tokSymbol || t.kind == tokAddr && t.addr == prev.addr
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isWord(c byte) bool {
+	return isHex(c) || c == '_' || 'g' <= c && c <= 'z' || 'G' <= c && c <= 'Z' || c == '.' || c == '$'
+}
+
+func isNameStart(c byte) bool {
+	return c == '_' || c == '.' || c == '$' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// scanTokens finds the addresses (exactly digits hex digits, or 0x and 1
+// to 16 hex digits, or either in "[<...>]", not part of a longer word) and
+// the symbolic locations of line, in order.
+func scanTokens(line string, digits int) []token {
+	var out []token
+	for i := 0; i < len(line); {
+		if i > 0 && isWord(line[i-1]) {
+			i++
+			continue
+		}
+		if t, ok := scanSymbol(line, i); ok {
+			out = append(out, t)
+			i = t.end
+			continue
+		}
+		if t, ok := scanAddr(line, i, digits); ok {
+			out = append(out, t)
+			i = t.end
+			continue
+		}
+		i++
+	}
+	return out
+}
+
+func scanAddr(line string, i, digits int) (token, bool) {
+	start := i
+	bracket := strings.HasPrefix(line[i:], "[<")
+	if bracket {
+		i += 2
+	}
+	prefixed := strings.HasPrefix(line[i:], "0x") || strings.HasPrefix(line[i:], "0X")
+	if prefixed {
+		i += 2
+	}
+	j := i
+	for j < len(line) && isHex(line[j]) {
+		j++
+	}
+	n := j - i
+	switch {
+	case n == 0 || n > 16:
+		return token{}, false
+	case !prefixed && !bracket && n != digits:
+		return token{}, false
+	case j < len(line) && isWord(line[j]):
+		return token{}, false
+	}
+	v, err := strconv.ParseUint(line[i:j], 16, 64)
+	if err != nil {
+		return token{}, false
+	}
+	end := j
+	if bracket {
+		if !strings.HasPrefix(line[j:], ">]") {
+			return token{}, false
+		}
+		end += 2
+	} else if start > 1 && line[start-2:start] == "[<" {
+		return token{}, false // handled with the bracket
+	}
+	return token{kind: tokAddr, start: start, end: end, addr: v, bracket: bracket}, true
+}
+
+// scanSymbol reads "name+0xoff/0xsize" (the size optional, as some
+// printers leave it out) and a following " [module]".
+func scanSymbol(line string, i int) (token, bool) {
+	if !isNameStart(line[i]) {
+		return token{}, false
+	}
+	j := i
+	for j < len(line) && isWord(line[j]) {
+		j++
+	}
+	name := line[i:j]
+	if !strings.HasPrefix(line[j:], "+0x") {
+		return token{}, false
+	}
+	off, k, ok := hexAt(line, j+3)
+	if !ok {
+		return token{}, false
+	}
+	t := token{kind: tokSymbol, start: i, name: name, off: off}
+	if strings.HasPrefix(line[k:], "/0x") {
+		size, m, ok := hexAt(line, k+3)
+		if !ok {
+			return token{}, false
+		}
+		t.size, t.hasSize, k = size, true, m
+	}
+	if k < len(line) && isWord(line[k]) {
+		return token{}, false
+	}
+	t.end = k
+	if strings.HasPrefix(line[k:], " [") {
+		if e := strings.IndexByte(line[k+2:], ']'); e > 0 {
+			mod := line[k+2 : k+2+e]
+			// "[xfs]", or "[xfs 1234abcd]" with a build ID (5.14+).
+			name, _, _ := strings.Cut(mod, " ")
+			if validModuleName(name) {
+				t.module, t.end = name, k+3+e
+			}
+		}
+	}
+	return t, true
+}
+
+func validModuleName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(isWord(c) || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func hexAt(s string, i int) (uint64, int, bool) {
+	j := i
+	for j < len(s) && isHex(s[j]) {
+		j++
+	}
+	if j == i || j-i > 16 {
+		return 0, i, false
+	}
+	v, err := strconv.ParseUint(s[i:j], 16, 64)
+	return v, j, err == nil
+}

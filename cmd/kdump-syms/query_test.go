@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAddrBadArguments: an argument that is neither an address nor
+// NAME+OFF is a usage error naming it, before the dump is even opened.
+func TestAddrBadArguments(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-dump")
+	for _, a := range []string{"zzz", "0x", "10000000000000001", "0x10000000000000001", "-1", "", "+0x10", "vfs_write+zz", "a+0x1/0xq"} {
+		code, _, stderr := runCLI("addr", missing, "--", a)
+		assert.Equal(t, exitUsage, code, a)
+		assert.Contains(t, stderr, fmt.Sprintf("%q", a), a)
+	}
+	for _, tc := range []struct {
+		arg  string
+		want addrQuery
+	}{
+		{"ffffffff8110a2b4", addrQuery{addr: 0xffffffff8110a2b4}},
+		{"0XFFFF", addrQuery{addr: 0xffff}},
+		{"vfs_write+0xe1", addrQuery{symbol: true, name: "vfs_write", off: 0xe1}},
+		{"xfs_file_write_iter+0x5e/0x120 [xfs]", addrQuery{symbol: true, name: "xfs_file_write_iter", off: 0x5e, size: 0x120, sized: true, module: "xfs"}},
+		{"xfs:xfs_file_write_iter+94", addrQuery{symbol: true, name: "xfs_file_write_iter", off: 94, module: "xfs"}},
+	} {
+		q, err := parseAddrArg(tc.arg)
+		require.NoError(t, err, tc.arg)
+		tc.want.arg = tc.arg
+		assert.Equal(t, tc.want, q)
+	}
+}
+
+func guestWithXFS(t *testing.T) (*testutil.CorpusGuest, string) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	paths, ok := g.DumpPaths(testutil.DumpQEMUELF)
+	if !ok {
+		t.Skip("no qemu.elf dump of deb13-6.12-amd64")
+	}
+	return g, paths[0]
+}
+
+func truthSymbol(t *testing.T, g *testutil.CorpusGuest, module, name string) testutil.KallsymsEntry {
+	for _, e := range g.Kallsyms(t) {
+		if e.Module == module && e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no %s in %s", name, module)
+	return testutil.KallsymsEntry{}
+}
+
+// TestReverseAndModules: symbolic arguments of addr are resolved in
+// reverse, name and all filter by module, on a real dump.
+func TestReverseAndModules(t *testing.T) {
+	g, dump := guestWithXFS(t)
+	vw := truthSymbol(t, g, "", "vfs_write")
+	xw := truthSymbol(t, g, "xfs", "xfs_file_write_iter")
+	code, stdout, stderr := runCLI("addr", dump, "vfs_write+0xe1", "xfs_file_write_iter+0x5e [xfs]", "xfs:xfs_file_write_iter+0x5e", "nosuch+0x1")
+	assert.Equal(t, exitUnresolved, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	require.Len(t, lines, 4, stdout)
+	assert.True(t, strings.HasPrefix(lines[0], fmt.Sprintf("%016x vfs_write+0xe1/", vw.Addr+0xe1)), lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], fmt.Sprintf("%016x xfs_file_write_iter+0x5e/", xw.Addr+0x5e)), lines[1])
+	assert.True(t, strings.HasSuffix(lines[1], " [xfs]"), lines[1])
+	assert.Equal(t, lines[1], lines[2])
+	assert.Equal(t, "nosuch+0x1 ?", lines[3])
+	assert.Contains(t, stderr, "nosuch")
+
+	code, stdout, stderr = runCLI("name", dump, "xfs:xfs_file_write_iter", "vmlinux:vfs_write")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, fmt.Sprintf("%016x t xfs_file_write_iter\t[xfs]\n%016x T vfs_write\n", xw.Addr, vw.Addr), stdout)
+	code, _, stderr = runCLI("name", "--module", "xfs", dump, "vfs_write")
+	assert.Equal(t, exitUnresolved, code)
+	assert.Contains(t, stderr, "vfs_write")
+	code, stdout, _ = runCLI("name", "--module", "xfs", "--glob", dump, "xfs_file_write_it*")
+	require.Equal(t, exitOK, code)
+	assert.Equal(t, fmt.Sprintf("%016x t xfs_file_write_iter\t[xfs]\n", xw.Addr), stdout)
+
+	code, stdout, stderr = runCLI("all", "--module", "crc16", dump)
+	require.Equal(t, exitOK, code, stderr)
+	var want []string
+	for line := range strings.Lines(string(g.KallsymsText(t))) {
+		if strings.HasSuffix(line, "\t[crc16]\n") {
+			want = append(want, line)
+		}
+	}
+	require.NotEmpty(t, want)
+	assert.Equal(t, strings.Join(want, ""), stdout)
+	code, _, _ = runCLI("all", "--module", "no_such_module", dump)
+	assert.Equal(t, exitUnresolved, code)
+}
+
+// TestSystemMapRoundTrip: --format system.map writes the core kernel only,
+// sorted, without a module column, at link-time addresses; --system-map
+// reads it back and answers as the dump's own kallsyms does.
+func TestSystemMapRoundTrip(t *testing.T) {
+	g, dump := guestWithXFS(t)
+	code, stdout, stderr := runCLI("all", "--format", "system.map", dump)
+	require.Equal(t, exitOK, code, stderr)
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	assert.Len(t, lines, len(strings.Split(strings.TrimSuffix(string(g.VmlinuxKallsymsText(t)), "\n"), "\n")))
+	assert.NotContains(t, stdout, "\t")
+	assert.True(t, slices.IsSorted(lines) || slices.IsSortedFunc(lines, func(a, b string) int { return strings.Compare(a[:16], b[:16]) }))
+	slide, ok := kaslrOf(t, dump)
+	require.True(t, ok)
+	vw := truthSymbol(t, g, "", "vfs_write")
+	assert.True(t, strings.Contains(stdout, fmt.Sprintf("%016x T vfs_write\n", vw.Addr-slide)), "vfs_write at its link-time address")
+
+	m := filepath.Join(t.TempDir(), "System.map")
+	require.NoError(t, os.WriteFile(m, []byte(stdout), 0o644))
+	args := []string{fmt.Sprintf("%#x", vw.Addr+0xe1), "vfs_write+0x10", fmt.Sprintf("%#x", truthSymbol(t, g, "", "_end").Addr-1), "0"}
+	code, fromDump, _ := runCLI(append([]string{"addr", dump}, args...)...)
+	assert.Equal(t, exitUnresolved, code) // 0 is in no symbol
+	code, fromMap, _ := runCLI(append([]string{"addr", "--system-map", m, "--finders", "system.map", dump}, args...)...)
+	assert.Equal(t, exitUnresolved, code)
+	assert.Equal(t, fromDump, fromMap)
+}
+
+func kaslrOf(t *testing.T, dump string) (uint64, bool) {
+	_, stdout, _ := runCLI("info", dump)
+	for line := range strings.Lines(stdout) {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.Contains(strings.ToLower(k), "kaslr") {
+			if x, err := strconv.ParseUint(strings.TrimSpace(v), 0, 64); err == nil {
+				return x, true
+			}
+		}
+	}
+	return 0, false
+}

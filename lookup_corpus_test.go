@@ -1,0 +1,388 @@
+package kdumpsyms_test
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// kernelOracle answers lookups by address from a guest's captured
+// /proc/kallsyms and its modules' memory regions, written straight from
+// the kernel's own code: kernel/kallsyms.c is_ksym_addr and
+// get_symbol_pos for vmlinux, kernel/module/kallsyms.c
+// find_kallsyms_symbol (within __module_address's regions) for modules.
+type kernelOracle struct {
+	vm       []testutil.KallsymsEntry // vmlinux symbols sorted by address, stable
+	ranges   [][2]uint64              // [start, end) or [start, end] (inclusive)
+	incl     bool
+	sections map[string]uint64
+	mods     []oracleModule
+}
+
+type oracleModule struct {
+	name    string
+	regions [][2]uint64 // [start, end)
+	syms    []testutil.KallsymsEntry
+}
+
+type oracleHit struct {
+	name, module string
+	addr, size   uint64
+}
+
+func (h oracleHit) String() string {
+	if h.name == "" {
+		return "not found"
+	}
+	s := fmt.Sprintf("%s@%#x/%#x", h.name, h.addr, h.size)
+	if h.module != "" {
+		s += " [" + h.module + "]"
+	}
+	return s
+}
+
+// release parses "major.minor" of a uname -r.
+func releaseOf(uname string) (int, int) {
+	maj, rest, _ := strings.Cut(uname, ".")
+	min, _, _ := strings.Cut(rest, ".")
+	a, _ := strconv.Atoi(maj)
+	b, _ := strconv.Atoi(min)
+	return a, b
+}
+
+func newKernelOracle(t *testing.T, g *testutil.CorpusGuest, set *modsyms.Set) *kernelOracle {
+	o := &kernelOracle{sections: map[string]uint64{}}
+	maj, min := releaseOf(g.Uname(t))
+	o.incl = maj < 5 || maj == 5 && min < 16
+	byMod := map[string]*oracleModule{}
+	for _, e := range g.Kallsyms(t) {
+		switch e.Kind {
+		case testutil.SymVmlinux:
+			o.vm = append(o.vm, e)
+			if _, dup := o.sections[e.Name]; !dup {
+				o.sections[e.Name] = e.Addr
+			}
+		case testutil.SymModule:
+			m := byMod[e.Module]
+			if m == nil {
+				m = &oracleModule{name: e.Module}
+				byMod[e.Module] = m
+			}
+			m.syms = append(m.syms, e)
+		}
+	}
+	slices.SortStableFunc(o.vm, func(a, b testutil.KallsymsEntry) int { return cmp.Compare(a.Addr, b.Addr) })
+	sec := o.sections
+	if g.Manifest.KallsymsAll {
+		o.ranges = [][2]uint64{{sec["_stext"], sec["_end"]}}
+	} else {
+		o.ranges = [][2]uint64{{sec["_stext"], sec["_etext"]}, {sec["_sinittext"], sec["_einittext"]}}
+	}
+	if set != nil {
+		for _, m := range set.Modules() {
+			om := byMod[m.Name]
+			if om == nil {
+				continue
+			}
+			for _, r := range m.Regions {
+				if r.Size == 0 {
+					continue
+				}
+				if r.TextSize > 0 && r.TextSize < r.Size { // module_layout: text, then the rest
+					om.regions = append(om.regions, [2]uint64{r.Base, r.Base + r.TextSize}, [2]uint64{r.Base + r.TextSize, r.Base + r.Size})
+				} else {
+					om.regions = append(om.regions, [2]uint64{r.Base, r.Base + r.Size})
+				}
+			}
+			o.mods = append(o.mods, *om)
+		}
+	}
+	return o
+}
+
+func isMapping(name string) bool {
+	return strings.HasPrefix(name, "$") || strings.HasPrefix(name, ".L") || strings.HasPrefix(name, "L0")
+}
+
+func (o *kernelOracle) lookup(a uint64) oracleHit {
+	for _, r := range o.ranges {
+		if a >= r[0] && (a < r[1] || o.incl && a == r[1]) {
+			return o.vmlinux(a)
+		}
+	}
+	for _, m := range o.mods {
+		for _, r := range m.regions {
+			if a >= r[0] && a < r[1] {
+				return m.lookup(a, r)
+			}
+		}
+	}
+	return oracleHit{}
+}
+
+// vmlinux is get_symbol_pos.
+func (o *kernelOracle) vmlinux(a uint64) oracleHit {
+	low := sortSearch(len(o.vm), func(i int) bool { return o.vm[i].Addr > a }) - 1
+	if low < 0 {
+		return oracleHit{}
+	}
+	for low > 0 && o.vm[low-1].Addr == o.vm[low].Addr {
+		low--
+	}
+	start := o.vm[low].Addr
+	var end uint64
+	for i := low + 1; i < len(o.vm); i++ {
+		if o.vm[i].Addr > start {
+			end = o.vm[i].Addr
+			break
+		}
+	}
+	if end == 0 {
+		switch ei := o.sections["_einittext"]; {
+		case a >= o.sections["_sinittext"] && a < ei:
+			end = ei
+		case o.sections["_end"] != 0:
+			end = o.sections["_end"]
+		default:
+			end = o.sections["_etext"]
+		}
+	}
+	return oracleHit{name: o.vm[low].Name, addr: start, size: end - start}
+}
+
+// lookup is find_kallsyms_symbol, with the best symbol inside the region
+// of the address and the next one bounded by that region's end.
+func (m *oracleModule) lookup(a uint64, r [2]uint64) oracleHit {
+	best := -1
+	next := r[1]
+	for i, s := range m.syms {
+		if isMapping(s.Name) || s.Type == 'a' || s.Type == 'A' {
+			continue
+		}
+		if s.Addr <= a && (best < 0 || s.Addr > m.syms[best].Addr) {
+			best = i
+		}
+		if s.Addr > a && s.Addr < next {
+			next = s.Addr
+		}
+	}
+	if best < 0 || m.syms[best].Addr < r[0] {
+		return oracleHit{}
+	}
+	b := m.syms[best]
+	return oracleHit{name: b.Name, module: m.name, addr: b.Addr, size: next - b.Addr}
+}
+
+func sortSearch(n int, f func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if !f(m) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// probeAddrs draws addresses in and around every kind of region: symbol
+// starts, ends and interiors of vmlinux and module symbols, range and
+// region edges, the per-CPU area, and addresses no symbol covers (user
+// space, zero, the direct map, vmalloc, the top of memory).
+func (o *kernelOracle) probeAddrs(arch string, rng *rand.Rand) []uint64 {
+	var out []uint64
+	around := func(a uint64) { out = append(out, a-1, a, a+1) }
+	pick := func(n int, f func(int)) {
+		for range 1500 {
+			f(rng.IntN(n))
+		}
+	}
+	pick(len(o.vm), func(i int) {
+		a := o.vm[i].Addr
+		around(a)
+		if i+1 < len(o.vm) && o.vm[i+1].Addr > a {
+			out = append(out, a+rng.Uint64N(o.vm[i+1].Addr-a), o.vm[i+1].Addr-1)
+		}
+	})
+	for _, r := range o.ranges {
+		around(r[0])
+		around(r[1])
+	}
+	for _, n := range []string{"__per_cpu_start", "__per_cpu_end", "_text", "_sinittext", "_einittext", "_etext", "_end"} {
+		if a, ok := o.sections[n]; ok {
+			around(a)
+		}
+	}
+	if pce, ok := o.sections["__per_cpu_end"]; ok && pce > 0 && pce < 1<<32 {
+		for range 300 {
+			out = append(out, rng.Uint64N(pce+1))
+		}
+	}
+	var all []testutil.KallsymsEntry
+	for _, m := range o.mods {
+		all = append(all, m.syms...)
+		for _, r := range m.regions {
+			around(r[0])
+			around(r[1])
+			out = append(out, r[0]+rng.Uint64N(r[1]-r[0]))
+		}
+	}
+	if len(all) > 0 {
+		pick(len(all), func(i int) {
+			a := all[i].Addr
+			around(a)
+			out = append(out, a+rng.Uint64N(64))
+		})
+	}
+	// Addresses no symbol covers, per architecture's layout.
+	spans := [][2]uint64{{0, 1 << 47}, {0, 1 << 20}}
+	switch arch {
+	case "amd64":
+		spans = append(spans,
+			[2]uint64{0xffff888000000000, 0xffffc87fffffffff}, // direct map (and KASLR'd below)
+			[2]uint64{0xffffc90000000000, 0xffffe8ffffffffff}, // vmalloc, vmalloc'd stacks
+			[2]uint64{0xffffea0000000000, 0xffffeaffffffffff}, // vmemmap
+			[2]uint64{0xffffffffc0000000, 0xfffffffffeffffff}, // module area
+		)
+	case "arm64":
+		spans = append(spans,
+			[2]uint64{0xffff000000000000, 0xffff7fffffffffff}, // linear map
+			[2]uint64{0xffff800000000000, 0xffff80007fffffff}, // modules (without KASLR)
+			[2]uint64{0xffff800080000000, 0xfffffbffefffffff}, // vmalloc
+		)
+	}
+	for _, s := range spans {
+		for range 200 {
+			out = append(out, s[0]+rng.Uint64N(s[1]-s[0]))
+		}
+	}
+	out = append(out, 0, 1, 0xffffffffffffffff, 0xfffffffffffff000)
+	return out
+}
+
+// TestLookupKernelRules answers thousands of addresses on every corpus
+// dump exactly as the kernel's own rules give them from the captured
+// /proc/kallsyms and the modules' regions (the regions are the dump's,
+// checked against the captured /proc/modules): the symbol, its address
+// and the kernel's size, or not found. The same addresses go through the
+// captured /proc/kallsyms as a file source, which must agree wherever it
+// answers and never answer what the kernel would not.
+func TestLookupKernelRules(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			formats := g.AvailableDumps()
+			if len(formats) == 0 {
+				t.Skipf("no dumps of %s", g.Name)
+			}
+			paths, _ := g.DumpPaths(formats[0])
+			s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
+			require.NoError(t, err)
+			defer s.Close()
+			var set *modsyms.Set
+			if g.ExpectModules() {
+				set, err = s.Modules()
+				require.NoError(t, err)
+				checkRegionsAgainstProcModules(t, g, set)
+			}
+			o := newKernelOracle(t, g, set)
+			require.NoError(t, s.Chain().SetOrder(kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules))
+
+			file, err := symfinder.ParseKallsyms(bytes.NewReader(g.KallsymsText(t)), "file")
+			require.NoError(t, err)
+
+			rng := rand.New(rand.NewPCG(1, uint64(len(g.Name))))
+			addrs := o.probeAddrs(g.Arch(), rng)
+
+			// The lazy kallsyms finder answers the same.
+			ls, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
+			require.NoError(t, err)
+			defer ls.Close()
+			require.NoError(t, ls.Chain().SetOrder(kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules))
+			lazyBad := 0
+			for _, a := range addrs {
+				want := o.lookup(a)
+				var got oracleHit
+				if sym, err := ls.Chain().Lookup(a); err == nil {
+					got = oracleHit{name: sym.Name, module: sym.Module, addr: sym.Addr, size: sym.Size}
+				}
+				if got != want && lazyBad < 10 {
+					t.Errorf("%#x: lazy gives %v, the kernel %v", a, got, want)
+					lazyBad++
+				}
+			}
+			found, missing, fileAnswered := 0, 0, 0
+			bad := 0
+			for _, a := range addrs {
+				want := o.lookup(a)
+				var got oracleHit
+				if sym, err := s.Chain().Lookup(a); err == nil {
+					got = oracleHit{name: sym.Name, module: sym.Module, addr: sym.Addr, size: sym.Size}
+				} else {
+					require.ErrorIs(t, err, symfinder.ErrNotFound)
+				}
+				if want.name == "" {
+					missing++
+				} else {
+					found++
+				}
+				if got != want && bad < 20 {
+					t.Errorf("%#x: dump gives %v, the kernel %v", a, got, want)
+					bad++
+				}
+				// The file source: vmlinux exactly (it takes the 5.16+
+				// range ends), modules by name and offset, never more.
+				var fh oracleHit
+				if hits := collectHits(file, a); len(hits) > 0 {
+					fh = oracleHit{name: hits[0].Name, module: hits[0].Module, addr: hits[0].Addr, size: hits[0].Size}
+					fileAnswered++
+				}
+				if o.incl && want.name != "" && want.module == "" && fh.name == "" {
+					continue // a range's last address, which only kernels before 5.16 answer
+				}
+				if want.module == "" && fh.module == "" {
+					if fh != want && bad < 20 {
+						t.Errorf("%#x: file gives %v, the kernel %v", a, fh, want)
+						bad++
+					}
+				} else if fh.name != "" && (fh.name != want.name || fh.module != want.module || fh.addr != want.addr) && bad < 20 {
+					t.Errorf("%#x: file gives %v, the kernel %v", a, fh, want)
+					bad++
+				}
+			}
+			t.Logf("%d addresses: %d in a symbol, %d in none; the file answered %d", len(addrs), found, missing, fileAnswered)
+			assert.Greater(t, found, 3000)
+			assert.Greater(t, missing, 1000)
+		})
+	}
+}
+
+func collectHits(f symfinder.Finder, a uint64) []symfinder.Symbol {
+	var out []symfinder.Symbol
+	_ = f.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: a}, func(s symfinder.Symbol) bool { out = append(out, s); return true })
+	return out
+}
+
+// checkRegionsAgainstProcModules ties the regions read from the dump to
+// the ground truth: each module's text base and total size are what
+// /proc/modules printed.
+func checkRegionsAgainstProcModules(t *testing.T, g *testutil.CorpusGuest, set *modsyms.Set) {
+	for _, pm := range g.Modules(t) {
+		m, ok := set.Module(pm.Name)
+		require.True(t, ok, pm.Name)
+		assert.Equal(t, pm.Addr, m.TextBase, pm.Name)
+		assert.Equal(t, pm.Size, m.Size, pm.Name)
+	}
+}
