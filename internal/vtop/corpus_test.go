@@ -11,6 +11,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -284,5 +285,64 @@ func TestCorpusS390X(t *testing.T) {
 	}
 	if !ran {
 		t.Skip("no s390x corpus dump")
+	}
+}
+
+// TestIssue13ImageSizeCorpus replays a kernel before ≈v4.20, whose
+// VMCOREINFO has no NUMBER(KERNEL_IMAGE_SIZE), on real KASLR dumps whose
+// image lies above 0xffffffffa0000000 (deb11-5.10-amd64 and
+// deb13-6.12-amd64): without the line, translation must still give what it
+// gives with it, for the top-level table's walk and every text symbol.
+func TestIssue13ImageSizeCorpus(t *testing.T) {
+	ran := false
+	for _, g := range testutil.Corpus(t) {
+		if g.Arch() != "amd64" {
+			continue
+		}
+		paths, ok := g.DumpPaths(testutil.DumpQEMUELF)
+		if !ok {
+			continue
+		}
+		t.Run(g.Name, func(t *testing.T) {
+			d, err := vmcore.Open(paths...)
+			require.NoError(t, err)
+			defer d.Close()
+			full, err := d.Translator()
+			require.NoError(t, err)
+			var lines []string
+			for l := range strings.SplitSeq(string(d.VMCOREINFO()), "\n") {
+				if !strings.HasPrefix(l, "NUMBER(KERNEL_IMAGE_SIZE)=") {
+					lines = append(lines, l)
+				}
+			}
+			in, err := vmcoreinfo.Parse([]byte(strings.Join(lines, "\n")))
+			require.NoError(t, err)
+			_, ok := in.Number("KERNEL_IMAGE_SIZE")
+			require.False(t, ok)
+			tr, err := vtop.New(vtop.Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: d.Physical()})
+			require.NoError(t, err)
+			ran = true
+			require.Equal(t, 4, tr.Layout().Levels, "walk on: %s", tr.Describe())
+			n := 0
+			for _, s := range g.Kallsyms(t) {
+				if s.Type != 't' && s.Type != 'T' {
+					continue
+				}
+				want, werr := full.Translate(s.Addr)
+				got, err := tr.Translate(s.Addr)
+				if werr != nil {
+					assert.Error(t, err, "%s %#x", s.Name, s.Addr)
+					continue
+				}
+				if assert.NoError(t, err, "%s %#x", s.Name, s.Addr) {
+					assert.Equal(t, want, got, "%s %#x", s.Name, s.Addr)
+				}
+				n++
+			}
+			t.Logf("%d text symbols translate as with NUMBER(KERNEL_IMAGE_SIZE); %s", n, tr.Layout().Notes)
+		})
+	}
+	if !ran {
+		t.Skip("no amd64 corpus dump")
 	}
 }

@@ -72,8 +72,10 @@ func (s *s390) walk(va uint64) (uint64, error) {
 		return 0, memory.Fault(va, space, fmt.Sprintf("beyond the %d-bit address space of a %s", s390Shift[s.top]+11, s390Levels[s.top]), ErrNotMapped)
 	}
 	table := s.root
-	first, last := uint64(0), uint64(3) // quarters of the table present
-	buf := s.buf[:]                     // not on the stack: it would escape through memory.Reader
+	// The quarters of the table present.
+	first, last := uint64(0), uint64(3)
+	// Not on the stack: it would escape through memory.Reader.
+	buf := s.buf[:]
 	for l := s.top; ; l-- {
 		name := s390Levels[l]
 		idx := va >> s390Shift[l] & (s390CRSTEntries - 1)
