@@ -18,17 +18,11 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-const (
-	exitOK         = 0
-	exitError      = 1
-	exitUsage      = 2
-	exitUnresolved = 3
-)
-
 const usageText = `kdump-syms recovers a Linux kernel's symbols from a crash dump (vmcore),
 with no vmlinux and no debug info.
 
 Usage:
+  kdump-syms --version                         module version and VCS revision
   kdump-syms all     [flags] VMCORE            every symbol, as /proc/kallsyms printed it
   kdump-syms addr    [flags] VMCORE ADDR...    symbolize addresses ("-": symbolize stdin text)
   kdump-syms name    [flags] VMCORE NAME...    symbols by name (--glob, --regexp)
@@ -41,7 +35,24 @@ a kdump-compressed file (makedumpfile, QEMU; flattened too), optionally
 wrapped in xz, zstd or gzip; name the other parts of a split dump with --part.
 Run "kdump-syms COMMAND --help" for a command's flags.
 
-Exit status: 0 ok, 1 error, 2 usage, 3 some queries unresolved.
+Examples:
+  kdump-syms all vmcore > kallsyms.txt
+  kdump-syms addr vmcore ffffffff81a2b3c4 ffffffffc0a1b2c4
+  kdump-syms addr vmcore - < oops.txt
+  kdump-syms name --glob vmcore 'tcp_v4_*'
+  kdump-syms info vmcore
+  kdump-syms modules vmcore
+  kdump-syms extract -o small.elf vmcore
+
+Each root cause of a failure is printed once, in one line; -v adds the
+full chain.
+
+Exit status (every command):
+  0  everything asked for was produced
+  3  output was produced, but some part failed (a finder, a module, an
+     address); stderr says which
+  1  nothing useful could be produced
+  2  usage error
 `
 
 // errUsage marks errors whose exit status is 2.
@@ -61,6 +72,7 @@ type common struct {
 	lazy         bool
 	stats        bool
 	started      time.Time
+	rep          report
 }
 
 type multiFlag []string
@@ -77,6 +89,7 @@ func (c *common) register(fs *flag.FlagSet) {
 		"names: kallsyms, modules, vmlinux, system.map, kallsyms-file")
 	fs.BoolVar(&c.lazy, "lazy", false, "decode kallsyms names on demand instead of expanding the whole table")
 	fs.BoolVar(&c.stats, "stats", false, "print time, bytes read and heap per phase on stderr, as key=value lines")
+	fs.BoolVar(&c.rep.verbose, "v", false, "verbose errors: after each root cause, the full chain of every failure it caused")
 }
 
 // parseInterspersed parses flags that may follow positional arguments, as
@@ -116,7 +129,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ex):
 		return int(ex)
 	default:
-		fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
+		var r report
+		r.add(err)
+		r.print(stderr)
 		return exitError
 	}
 }
@@ -136,6 +151,9 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
+	case "version", "-version", "--version":
+		printVersion(stdout)
+		return nil
 	case "all":
 		return cmdAll(args, stdout, stderr)
 	case "addr":
@@ -149,6 +167,9 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	case "extract":
 		return cmdExtract(args, stdout, stderr)
 	}
+	if s := suggest(cmd); s != "" {
+		return usagef("unknown command %q; did you mean %q? (kdump-syms --help lists the commands)", cmd, s)
+	}
 	fmt.Fprint(stderr, usageText)
 	return usagef("unknown command %q", cmd)
 }
@@ -156,7 +177,11 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kdump-syms %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: kdump-syms %s\n", synopsis)
+		if ex := examples[name]; ex != "" {
+			fmt.Fprintf(fs.Output(), "\nExample:\n  %s\n", strings.ReplaceAll(ex, "; ", "\n  "))
+		}
+		fmt.Fprintf(fs.Output(), "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -197,12 +222,17 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	}, paths...)
 	stop()
 	if err != nil {
-		return nil, err
+		return nil, c.rep.fatal(stderr, err)
 	}
 	if c.finders != "" {
 		if err := s.Chain().SetOrder(strings.Split(c.finders, ",")...); err != nil {
 			s.Close()
 			return nil, usagef("--finders: %v", err)
+		}
+	}
+	for _, f := range s.Chain().Finders() {
+		if f.Enabled {
+			c.rep.finders = append(c.rep.finders, f.Name)
 		}
 	}
 	return s, nil
@@ -242,13 +272,14 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	var failed []error
+	written := 0
 	err = s.Phase("output", func() error {
 		for sym, err := range s.Chain().All() {
 			if err != nil {
-				failed = append(failed, err)
+				c.rep.add(err)
 				continue
 			}
+			written++
 			if err := sw.write(sym); err != nil {
 				return err
 			}
@@ -258,14 +289,30 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Modules that failed alone were skipped; say so.
+	c.addModuleFailures(s)
+	return c.rep.finish(stderr, written > 0)
+}
+
+// addModuleFailures reports the modules that failed alone: the module
+// finder skipped them and answered for the others.
+func (c *common) addModuleFailures(s *kdumpsyms.Session) {
 	if set, merr := s.Modules(); set != nil && merr != nil {
-		failed = append(failed, merr)
+		c.rep.addFrom(kdumpsyms.FinderModules, merr)
 	}
-	if len(failed) > 0 {
-		return errors.Join(failed...)
+}
+
+// reportingLookuper records the failures of the finders a lookup asked.
+type reportingLookuper struct {
+	ch  *symfinder.Chain
+	rep *report
+}
+
+func (l reportingLookuper) Lookup(addr uint64) (symfinder.Symbol, error) {
+	sym, err := l.ch.Lookup(addr)
+	if err != nil {
+		l.rep.add(err)
 	}
-	return nil
+	return sym, err
 }
 
 func cmdAddr(args []string, stdout, stderr io.Writer) error {
@@ -293,11 +340,15 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	if arch.Name == "s390x" {
 		minAddr = 0 // the kernel runs at low addresses
 	}
-	unresolved := 0
+	resolved := 0
+	lk := reportingLookuper{s.Chain(), &c.rep}
 	err = s.Phase("output", func() error {
 		if len(pos) == 2 && pos[1] == "-" {
-			_, unres, err := symbolizeText(stdinReader, stdout, s.Chain(), digits, minAddr)
-			unresolved = unres
+			res, unres, err := symbolizeText(stdinReader, stdout, lk, digits, minAddr)
+			resolved = res
+			if unres > 0 {
+				c.rep.miss(fmt.Sprintf("%d addresses in the text", unres))
+			}
 			return err
 		}
 		for _, a := range pos[1:] {
@@ -305,13 +356,13 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return usagef("addr: %q is not a hexadecimal address", a)
 			}
-			sym, err := s.Chain().Lookup(addr)
+			sym, err := lk.Lookup(addr)
 			if err != nil {
-				unresolved++
-				fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
+				c.rep.miss(fmt.Sprintf("address %#x", addr))
 				fmt.Fprintf(stdout, "%0*x ?\n", digits, addr)
 				continue
 			}
+			resolved++
 			fmt.Fprintf(stdout, "%0*x %s\n", digits, addr, sym.Format(addr))
 		}
 		return nil
@@ -319,10 +370,8 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if unresolved > 0 {
-		return exitCode(exitUnresolved)
-	}
-	return nil
+	// Unresolved addresses are an answer while some finder worked.
+	return c.rep.finish(stderr, resolved > 0 || !c.rep.explained())
 }
 
 // stdinReader is the text "addr -" symbolizes; tests replace it.
@@ -370,18 +419,19 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	unresolved := 0
+	found := 0
 	err = s.Phase("output", func() error {
 		if match != nil {
-			found := make([]bool, len(match))
+			matched := make([]bool, len(match))
 			for sym, err := range s.Chain().All() {
 				if err != nil {
-					fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
+					c.rep.add(err)
 					continue
 				}
 				for i, m := range match {
 					if m(sym.Name) {
-						found[i] = true
+						matched[i] = true
+						found++
 						if err := sw.write(sym); err != nil {
 							return err
 						}
@@ -389,10 +439,9 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 					}
 				}
 			}
-			for i, f := range found {
+			for i, f := range matched {
 				if !f {
-					unresolved++
-					fmt.Fprintf(stderr, "kdump-syms: no symbol matches %q\n", pos[1+i])
+					c.rep.miss(fmt.Sprintf("pattern %q", pos[1+i]))
 				}
 			}
 			return sw.flush()
@@ -400,10 +449,11 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 		for _, n := range pos[1:] {
 			syms, err := s.Chain().Find(symfinder.Query{Kind: symfinder.ByName, Name: n})
 			if err != nil {
-				unresolved++
-				fmt.Fprintf(stderr, "kdump-syms: %q: %v\n", n, err)
+				c.rep.add(err)
+				c.rep.miss(fmt.Sprintf("name %q", n))
 				continue
 			}
+			found++
 			for _, sym := range syms {
 				if err := sw.write(sym); err != nil {
 					return err
@@ -415,8 +465,5 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if unresolved > 0 {
-		return exitCode(exitUnresolved)
-	}
-	return nil
+	return c.rep.finish(stderr, found > 0 || !c.rep.explained())
 }
