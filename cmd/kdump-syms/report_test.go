@@ -11,6 +11,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/stretchr/testify/assert"
@@ -69,12 +70,22 @@ func brokenKallsymsCopy(t *testing.T, src string) string {
 	t.Helper()
 	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, src)
 	require.NoError(t, err)
-	defer s.Close()
 	k, err := s.Kallsyms()
 	require.NoError(t, err)
+	s.Close()
+	return corruptCopy(t, src, k.Layout.TokenTable.Addr, 256)
+}
+
+// corruptCopy copies an ELF dump and overwrites n bytes at kernel virtual
+// address va with 0xff.
+func corruptCopy(t *testing.T, src string, va uint64, n int) string {
+	t.Helper()
+	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, src)
+	require.NoError(t, err)
+	defer s.Close()
 	tr, err := s.Dump().Translator()
 	require.NoError(t, err)
-	pa, err := tr.Translate(k.Layout.TokenTable.Addr)
+	pa, err := tr.Translate(va)
 	require.NoError(t, err)
 	ec := s.Dump().ELFCore()
 	require.NotNil(t, ec)
@@ -93,7 +104,7 @@ func brokenKallsymsCopy(t *testing.T, src string) string {
 	require.NoError(t, err)
 	_, err = io.Copy(out, in)
 	require.NoError(t, err)
-	junk := make([]byte, 256)
+	junk := make([]byte, n)
 	for i := range junk {
 		junk[i] = 0xff
 	}
@@ -161,5 +172,40 @@ func TestBrokenKallsyms(t *testing.T) {
 	}
 	if n == 0 {
 		t.Skip("no corpus ELF dumps")
+	}
+}
+
+// TestBrokenKallsymsTables: whichever kallsyms table is damaged (so that
+// several candidate layouts are tried and fail), "all" says so in one line
+// and names the stopped finders in another; -v lists the candidates.
+func TestBrokenKallsymsTables(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		p, ok := g.DumpPaths(testutil.DumpQEMUELF)
+		if !ok {
+			continue
+		}
+		s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, p[0])
+		require.NoError(t, err)
+		k, err := s.Kallsyms()
+		require.NoError(t, err)
+		l := k.Layout
+		s.Close()
+		for name, r := range map[string]kallsyms.Region{"markers": l.Markers, "token_index": l.TokenIndex, "num_syms": l.NumSymsTable, "addresses": l.Addresses} {
+			if r.Addr == 0 {
+				continue
+			}
+			t.Run(g.Name+"/"+name, func(t *testing.T) {
+				b := corruptCopy(t, p[0], r.Addr, 16)
+				code, stdout, stderr := runCLI("all", b)
+				assert.Equal(t, exitError, code)
+				assert.Empty(t, stdout)
+				lines := stderrLines(stderr)
+				require.Len(t, lines, 2, stderr)
+				assert.True(t, strings.HasPrefix(lines[0], "kdump-syms: kallsyms: "), lines[0])
+				assert.Regexp(t, `0x[0-9a-f]+`, lines[0])
+				_, _, verbose := runCLI("all", "-v", b)
+				assert.Greater(t, len(stderrLines(verbose)), 2)
+			})
+		}
 	}
 }
