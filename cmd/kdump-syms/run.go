@@ -191,11 +191,13 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 // usage on stdout and is success; a bad flag is a usage error, with the
 // usage on stderr.
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, error) {
-	fs.SetOutput(stderr)
+	// The flag package prints its error too; run prints it once, prefixed.
+	fs.SetOutput(io.Discard)
 	usage := fs.Usage
 	fs.Usage = func() {}
 	pos, err := parseInterspersed(fs, args)
 	fs.Usage = usage
+	fs.SetOutput(stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stdout)
 		fs.Usage()
