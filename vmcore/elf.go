@@ -20,6 +20,10 @@ var elfOpener = opener{
 			f.Close()
 			return nil, "", fmt.Errorf("%d files given, but an ELF core is a single file", len(paths))
 		}
+		if err := checkLoads(f); err != nil {
+			f.Close()
+			return nil, "", err
+		}
 		return &elfBackend{f}, "elf", nil
 	},
 	openRA: func(r io.ReaderAt, size int64) (backend, string, error) {
@@ -27,8 +31,23 @@ var elfOpener = opener{
 		if err != nil {
 			return nil, "", elfErr(err)
 		}
+		if err := checkLoads(f); err != nil {
+			f.Close()
+			return nil, "", err
+		}
 		return &elfBackend{f}, "elf", nil
 	},
+}
+
+// checkLoads refuses an ELF core without a PT_LOAD segment: it holds no
+// memory this package can read (a Xen xc_core file, for one, keeps its
+// pages in sections), so opening it as an empty dump would only fail
+// later, and less clearly.
+func checkLoads(f *elfcore.File) error {
+	if len(f.Segments()) == 0 {
+		return fmt.Errorf("ELF core without a PT_LOAD segment (a Xen xc_core file?): its memory is not where this reader looks: %w", errors.ErrUnsupported)
+	}
+	return nil
 }
 
 func elfErr(err error) error {

@@ -312,9 +312,12 @@ func TestS390Lowcore(t *testing.T) {
 	assert.Equal(t, Arch{Name: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Source: "elf"}, d.Arch())
 }
 
+// onePage is a PT_LOAD segment for cores whose memory a test does not read.
+var onePage = []elfcoretest.Segment{{Paddr: 0, Data: make([]byte, 4096)}}
+
 func TestArch(t *testing.T) {
 	t.Run("mismatch", func(t *testing.T) {
-		core := (&elfcoretest.Builder{Machine: elf.EM_AARCH64, Notes: []elfcoretest.Note{elfcoretest.VMCOREINFONote(infoX86)}}).Bytes()
+		core := (&elfcoretest.Builder{Machine: elf.EM_AARCH64, Notes: []elfcoretest.Note{elfcoretest.VMCOREINFONote(infoX86)}, Segments: onePage}).Bytes()
 		_, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
 		assert.ErrorIs(t, err, memory.ErrCorrupt)
 	})
@@ -323,7 +326,7 @@ func TestArch(t *testing.T) {
 		core := (&elfcoretest.Builder{Machine: elf.EM_386, Notes: []elfcoretest.Note{
 			{Name: "CORE", Type: 1, Desc: elfcoretest.PRStatusI386(bo, 5, 0xc1000000, 0xc1800000)},
 			elfcoretest.VMCOREINFONote("OSRELEASE=6.1.0-686\nPAGESIZE=4096\n"),
-		}}).Bytes()
+		}, Segments: onePage}).Bytes()
 		d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
 		require.NoError(t, err)
 		assert.Equal(t, Arch{Name: "i386", ByteOrder: bo, PtrSize: 4, Source: "elf"}, d.Arch())
@@ -401,4 +404,18 @@ func TestArchELFMachine(t *testing.T) {
 	}
 	assert.Equal(t, elf.EM_NONE, Arch{}.ELFMachine())
 	assert.Equal(t, elf.EM_NONE, Arch{Name: "nonsense"}.ELFMachine())
+}
+
+// TestNoLoadSegments: an ELF core with notes but no PT_LOAD (a Xen xc_core
+// file keeps its pages in sections) is refused as unsupported, not opened
+// as an empty dump.
+func TestNoLoadSegments(t *testing.T) {
+	core := (&elfcoretest.Builder{Notes: []elfcoretest.Note{elfcoretest.VMCOREINFONote(infoX86)}}).Bytes()
+	_, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+	assert.NotErrorIs(t, err, ErrUnrecognizedFormat)
+	path := filepath.Join(t.TempDir(), "xc_core")
+	require.NoError(t, os.WriteFile(path, core, 0o644))
+	_, err = Open(path)
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
 }
