@@ -18,7 +18,7 @@ var elfOpener = opener{
 		}
 		if len(paths) > 1 {
 			f.Close()
-			return nil, "", fmt.Errorf("%d files given, but an ELF core is a single file", len(paths))
+			return nil, "", errSingleELF(len(paths))
 		}
 		if err := checkLoads(f); err != nil {
 			f.Close()
@@ -37,6 +37,10 @@ var elfOpener = opener{
 		}
 		return &elfBackend{f}, "elf", nil
 	},
+}
+
+func errSingleELF(n int) error {
+	return fmt.Errorf("%d files given, but an ELF core is a single file", n)
 }
 
 // checkLoads refuses an ELF core without a PT_LOAD segment: it holds no

@@ -205,7 +205,7 @@ type opener struct {
 	openRA   func(r io.ReaderAt, size int64) (backend, string, error)
 }
 
-var openers = []opener{elfOpener, kdumpOpener}
+var openers = []opener{elfOpener, kdumpOpener, flatELFOpener}
 
 func probePaths(paths []string) (backend, string, error) {
 	for _, o := range openers {
@@ -274,7 +274,7 @@ func (d *Dump) containerSource() string {
 	return "kdump-header"
 }
 
-// Format names the container: "elf", "kdump", "kdump-flattened" or
+// Format names the container: "elf", "elf-flattened", "kdump", "kdump-flattened" or
 // "kdump-split", prefixed by the wrapper when there is one ("xz+elf",
 // "zstd+kdump", "gzip+elf").
 func (d *Dump) Format() string { return d.format }
@@ -305,7 +305,11 @@ func (d *Dump) Physical() memory.Reader { return d.phys }
 // container's own segments and notes; reads through it bypass
 // Options.WrapPhysical.
 func (d *Dump) ELFCore() *elfcore.File {
-	if b, ok := d.be.(*elfBackend); ok {
+	be := d.be
+	if ob, ok := be.(*ownedBackend); ok {
+		be = ob.backend // a flattened ELF core
+	}
+	if b, ok := be.(*elfBackend); ok {
 		return b.f
 	}
 	return nil

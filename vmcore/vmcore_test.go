@@ -419,3 +419,66 @@ func TestNoLoadSegments(t *testing.T) {
 	_, err = Open(path)
 	assert.ErrorIs(t, err, errors.ErrUnsupported)
 }
+
+// flattenStream writes file as a flattened stream (makedumpfile -F) of
+// records of at most chunk bytes, the last first, then the end marker.
+func flattenStream(file []byte, chunk int) []byte {
+	out := make([]byte, 4096)
+	copy(out, "makedumpfile")
+	binary.BigEndian.PutUint64(out[16:], 1)
+	binary.BigEndian.PutUint64(out[24:], 1)
+	var recs [][2]int
+	for off := 0; off < len(file); off += chunk {
+		recs = append(recs, [2]int{off, min(chunk, len(file)-off)})
+	}
+	// Out of order, as makedumpfile writes page data before descriptors.
+	recs = append(recs[len(recs)-1:], recs[:len(recs)-1]...)
+	var h [16]byte
+	for _, r := range recs {
+		binary.BigEndian.PutUint64(h[:], uint64(r[0]))
+		binary.BigEndian.PutUint64(h[8:], uint64(r[1]))
+		out = append(out, h[:]...)
+		out = append(out, file[r[0]:r[0]+r[1]]...)
+	}
+	binary.BigEndian.PutUint64(h[:], ^uint64(0))
+	binary.BigEndian.PutUint64(h[8:], 0)
+	return append(out, h[:]...)
+}
+
+// TestFlattenedELF: a flattened ELF core (makedumpfile -E -F) is read like
+// a flattened kdump file, by path and from a reader, with the same bytes
+// as the ELF core itself.
+func TestFlattenedELF(t *testing.T) {
+	ram := make([]byte, 3*4096)
+	for i := range ram {
+		ram[i] = byte(i * 7)
+	}
+	core := (&elfcoretest.Builder{
+		Notes:    []elfcoretest.Note{elfcoretest.VMCOREINFONote(infoX86)},
+		Segments: []elfcoretest.Segment{{Paddr: 0x100000, Data: ram}},
+	}).Bytes()
+	flat := flattenStream(core, 1000)
+	path := filepath.Join(t.TempDir(), "vmcore.flat")
+	require.NoError(t, os.WriteFile(path, flat, 0o644))
+	for name, open := range map[string]func() (*Dump, error){
+		"path":   func() (*Dump, error) { return Open(path) },
+		"reader": func() (*Dump, error) { return OpenReaderAt(bytes.NewReader(flat), int64(len(flat)), Options{}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := open()
+			require.NoError(t, err)
+			defer d.Close()
+			assert.Equal(t, "elf-flattened", d.Format())
+			assert.Equal(t, infoX86, string(d.VMCOREINFO()))
+			require.NotNil(t, d.ELFCore())
+			got := make([]byte, len(ram))
+			_, err = d.Physical().ReadAt(got, 0x100000)
+			require.NoError(t, err)
+			assert.Equal(t, ram, got)
+		})
+	}
+	// A flattened stream of something else is still not recognized.
+	junk := flattenStream(bytes.Repeat([]byte("junk"), 1000), 512)
+	_, err := OpenReaderAt(bytes.NewReader(junk), int64(len(junk)), Options{})
+	assert.ErrorIs(t, err, ErrUnrecognizedFormat)
+}
