@@ -29,6 +29,10 @@ type Options struct {
 	// ForceScan ignores the VMCOREINFO the container carries and finds the
 	// note in memory, as for a dump without one. For tests and diagnosis.
 	ForceScan bool
+	// NoSpool refuses inputs that cannot be read at random (standard
+	// input as "-", pipes, FIFOs) with ErrNotSeekable instead of copying
+	// them to a temporary file in TempDir.
+	NoSpool bool
 	// WrapPhysical, when not nil, wraps the container's physical reader
 	// once at open. Every read of physical memory goes through the reader
 	// it returns: Physical, the VMCOREINFO scan, and the page-table walks
@@ -102,6 +106,9 @@ type Dump struct {
 
 // Open opens the dump in paths: one file, or the parts of a split
 // kdump-compressed dump. See the package documentation for the formats.
+// A path may be Stdin ("-"), a pipe or a FIFO: it is copied to a temporary
+// file first (see Options.NoSpool); a directory is a *DirectoryError
+// naming the dumps in it.
 //
 // Errors wrap ErrUnrecognizedFormat when no format matches, ErrTooLarge
 // when a wrapper decompresses beyond the limit, memory.ErrCorrupt for
@@ -122,7 +129,14 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 	// Unwrap compressed files first.
 	plain := make([]string, len(paths))
 	var wrapper string
-	for i, p := range paths {
+	for i, name := range paths {
+		p, spooled, err := prepareInput(name, opt)
+		if spooled != "" {
+			d.temps = append(d.temps, spooled)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("vmcore: %w", err)
+		}
 		fh, err := os.Open(p)
 		if err != nil {
 			return nil, err
@@ -138,10 +152,10 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 			d.temps = append(d.temps, tmp)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("vmcore: %s: %w", p, err)
+			return nil, fmt.Errorf("vmcore: %s: %w", name, err)
 		}
 		if i > 0 && w != wrapper {
-			return nil, fmt.Errorf("vmcore: %s: wrapped as %q but %s as %q", p, w, paths[0], wrapper)
+			return nil, fmt.Errorf("vmcore: %s: wrapped as %q but %s as %q", name, w, paths[0], wrapper)
 		}
 		wrapper = w
 		plain[i] = p

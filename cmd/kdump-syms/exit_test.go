@@ -55,6 +55,7 @@ func TestExitStatus(t *testing.T) {
 		{"info/partial", []string{"info", broken}, exitPartial},
 		{"info/nothing", []string{"info", junk}, exitError},
 		{"info/usage", []string{"info"}, exitUsage},
+		{"info/directory", []string{"info", dir}, exitError},
 		{"modules/ok", []string{"modules", good}, exitOK},
 		{"modules/nothing", []string{"modules", noBTF}, exitError},
 		{"modules/usage", []string{"modules", "--bogus", good}, exitUsage},

@@ -33,6 +33,8 @@ Usage:
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
 a kdump-compressed file (makedumpfile, QEMU; flattened too), optionally
 wrapped in xz, zstd or gzip; name the other parts of a split dump with --part.
+VMCORE "-" reads the dump from standard input (a pipe, e.g. makedumpfile -F
+over ssh); pipes and FIFOs are copied to a temporary file first.
 Run "kdump-syms COMMAND --help" for a command's flags.
 
 Examples:
@@ -327,6 +329,9 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(pos) < 2 {
 		return usagef("addr: want VMCORE and at least one address, or - to read text from stdin")
+	}
+	if pos[0] == "-" && slices.Contains(pos[1:], "-") {
+		return usagef("addr: standard input cannot be both the dump and the text to symbolize")
 	}
 	s, err := c.open(pos[:1], stderr)
 	if err != nil {
