@@ -216,7 +216,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]st
 // the dump.
 func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session, error) {
 	c.started = time.Now()
-	paths := append(slices.Clone(dumpPaths), c.parts...)
+	paths := withSplitSiblings(append(slices.Clone(dumpPaths), c.parts...), stderr)
 	stop := progress(stderr, "opening "+paths[0])
 	s, err := kdumpsyms.Open(kdumpsyms.Options{
 		Lazy:         c.lazy,
@@ -234,6 +234,7 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 			return nil, usagef("--finders: %v", err)
 		}
 	}
+	c.checkSplit(s, paths[0])
 	for _, f := range s.Chain().Finders() {
 		if f.Enabled {
 			c.rep.finders = append(c.rep.finders, f.Name)
