@@ -12,7 +12,7 @@ import (
 // damaged dump, a wrong address override, or a kernel layout this package
 // does not know. Errors wrapping it are *FormatError values and also match
 // memory.ErrCorrupt.
-var ErrCorrupt = errors.New("kallsyms: tables do not validate")
+var ErrCorrupt = memory.Classed("kallsyms: tables do not validate", memory.ErrCorrupt)
 
 // ErrMissingInfo means VMCOREINFO (or Options) lacks what locating the
 // tables needs. It matches vmcoreinfo.ErrMissingInfo too.
