@@ -240,7 +240,7 @@ func (s *Session) Kallsyms() (*kallsyms.Result, error) {
 	s.kallOnce.Do(func() {
 		kmem, err := s.Kernel()
 		if err != nil {
-			s.kallErr = fmt.Errorf("kdumpsyms: kallsyms: %w", err)
+			s.kallErr = &NeedsError{Source: FinderKallsyms, Needs: NeedTranslation, Err: err}
 			return
 		}
 		t := s.stats.begin("kallsyms")
@@ -265,7 +265,7 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 	s.modOnce.Do(func() {
 		k, err := s.Kallsyms()
 		if err != nil {
-			s.modErr = fmt.Errorf("kdumpsyms: modules need the kernel's symbols: %w", err)
+			s.modErr = &NeedsError{Source: FinderModules, Needs: FinderKallsyms, Err: err}
 			return
 		}
 		kmem, _ := s.Kernel()
@@ -273,7 +273,7 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 		arch := s.dump.Arch()
 		lay, err := s.layout()
 		if err != nil {
-			s.modErr = fmt.Errorf("kdumpsyms: modules: %w", err)
+			s.modErr = &NeedsError{Source: FinderModules, Needs: NeedLayouts, Err: err}
 			return
 		}
 		opt := modsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize}
@@ -301,7 +301,7 @@ func (s *Session) layout() (btflayout.Source, error) {
 		start, ok1 := syms("__start_BTF")
 		stop, ok2 := syms("__stop_BTF")
 		if !ok1 || !ok2 {
-			s.layErr = fmt.Errorf("the kernel's symbols have no __start_BTF/__stop_BTF (a kernel without CONFIG_DEBUG_INFO_BTF, or before v6.10 without CONFIG_KALLSYMS_ALL): supply struct layouts from a vmlinux with debug info or a layout table: %w", btflayout.ErrNoBTF)
+			s.layErr = fmt.Errorf("no __start_BTF/__stop_BTF among the kernel's symbols (a kernel without CONFIG_DEBUG_INFO_BTF, or before v6.10 without CONFIG_KALLSYMS_ALL): %w", btflayout.ErrNoBTF)
 			return
 		}
 		kmem, _ := s.Kernel()
@@ -309,7 +309,7 @@ func (s *Session) layout() (btflayout.Source, error) {
 		s.lay, s.layErr = btflayout.FromMemory(kmem, start, stop)
 		s.stats.end(t)
 		if s.layErr != nil {
-			s.layErr = fmt.Errorf("reading the dump's BTF: %w", s.layErr)
+			s.layErr = fmt.Errorf("the dump's BTF at %#x: %w", start, s.layErr)
 		}
 	})
 	return s.lay, s.layErr

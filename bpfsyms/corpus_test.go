@@ -100,7 +100,11 @@ func TestCorpus(t *testing.T) {
 					require.GreaterOrEqual(t, len(got), pseudo)
 					require.LessOrEqual(t, len(got), len(all))
 					assert.Equal(t, all[len(all)-len(got):], got)
-					if bpf != nil {
+					if j := g.Manifest.BPFJIT; j != nil && !*j {
+						// No CONFIG_BPF_JIT: no list, and no [bpf] lines.
+						require.NotNil(t, bpf)
+						require.Equal(t, 0, bpf.Len())
+					} else if bpf != nil {
 						require.Equal(t, 3, bpf.Len(), "kds_alpha, kds_beta, kds_gamma")
 						checkImages(t, bpf)
 					}

@@ -2,7 +2,6 @@ package kallsyms
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -271,7 +270,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		picks = picks[best : best+1]
 	}
 	if len(picks) == 0 {
-		return fmt.Errorf("kallsyms: no address table validates: %w", errors.Join(errs...))
+		return candidates(nil, len(errs), errs, "no address table validates")
 	}
 	p := picks[0]
 	t.enc, t.addr, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table

@@ -2,7 +2,6 @@ package kallsyms
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -318,7 +317,7 @@ func fromAddrs(r memory.Reader, c config, a TableAddrs, src string) (*located, e
 			}
 		}
 	}
-	return nil, fmt.Errorf("kallsyms: no layout around kallsyms_names %#x validates: %w", a.Names, errors.Join(errs...))
+	return nil, candidates(nil, len(errs), errs, "no layout around kallsyms_names %#x validates", a.Names)
 }
 
 func markerSizes(ptr int) []int {

@@ -97,7 +97,12 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 				tables++
 			}
 			if len(errs) < maxScanErrs {
-				errs = append(errs, fmt.Errorf("candidate token table near %#x: %w", hit, err))
+				if deep {
+					err = fmt.Errorf("candidate token table near %#x (%w): %w", hit, errDeep, err)
+				} else {
+					err = fmt.Errorf("candidate token table near %#x: %w", hit, err)
+				}
+				errs = append(errs, err)
 			}
 		}
 		if n < int(size) {
@@ -119,11 +124,20 @@ func scanErr(start, end uint64, hits int, errs []error, why string) error {
 	if len(errs) == 0 {
 		return fmt.Errorf("%w in [%#x, %#x)%s", ErrNotFound, start, end, why)
 	}
-	if more := hits - len(errs); more > 0 {
-		errs = append(errs, fmt.Errorf("and %d more candidates", more))
+	e := candidates(ErrNotFound, hits, errs, "tables not found in [%#x, %#x)%s", start, end, why)
+	// A candidate whose token table and index validated got furthest.
+	for i, err := range errs {
+		if errors.Is(err, errDeep) {
+			e.Nearest = i
+			break
+		}
 	}
-	return fmt.Errorf("%w in [%#x, %#x)%s: %w", ErrNotFound, start, end, why, errors.Join(errs...))
+	return e
 }
+
+// errDeep marks the error of a scan candidate whose token table and
+// token_index validated, so that it is shown as the nearest miss.
+var errDeep = errors.New("token table and token_index validate")
 
 // tryHit checks one digit run: token table and index, then the rest. deep
 // reports that the token table and token_index validated.
@@ -168,7 +182,7 @@ func tryHit(r memory.Reader, c config, imgStart, hit uint64) (l *located, deep b
 	if len(errs) == 0 {
 		return nil, true, corrupt(tt, 0, "token table not aligned as a label")
 	}
-	return nil, true, errors.Join(errs...)
+	return nil, true, candidates(nil, len(errs), errs, "no layout before the token table at %#x validates", tt)
 }
 
 // findTokenIndex finds the start of token_table and token_index from the
@@ -344,7 +358,7 @@ func findNames(r memory.Reader, c config, imgStart, tt uint64, algn uint64, msz 
 	if tried == 0 {
 		errs = append(errs, corrupt(tt, 0, "no kallsyms_markers before the token table"))
 	}
-	return nil, errors.Join(errs...)
+	return nil, candidates(nil, tried, errs, "no kallsyms_markers before the token table at %#x fit", tt)
 }
 
 // namesBefore finds names and num_syms before markers at ms: names start
@@ -430,7 +444,7 @@ func namesBefore(r memory.Reader, c config, ms uint64, m, msz int, algn uint64, 
 	if len(errs) == 0 {
 		return nil, corrupt(ms, uint64(m), "no names and num_syms fit kallsyms_markers at %#x", ms)
 	}
-	return nil, errors.Join(errs...)
+	return nil, candidates(nil, len(errs), errs, "no names and num_syms fit kallsyms_markers at %#x", ms)
 }
 
 // readBack reads the longest readable tail of [lo, hi): in 64 KiB pieces

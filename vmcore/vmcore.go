@@ -38,6 +38,10 @@ type Options struct {
 	// ForceScan ignores the VMCOREINFO the container carries and finds the
 	// note in memory, as for a dump without one. For tests and diagnosis.
 	ForceScan bool
+	// NoSpool refuses inputs that cannot be read at random (standard
+	// input as "-", pipes, FIFOs) with ErrNotSeekable instead of copying
+	// them to a temporary file in TempDir.
+	NoSpool bool
 	// WrapPhysical, when not nil, wraps the container's physical reader
 	// once at open. Every read of physical memory goes through the reader
 	// it returns: Physical, the VMCOREINFO scan, and the page-table walks
@@ -112,6 +116,9 @@ type Dump struct {
 
 // Open opens the dump in paths: one file, or the parts of a split
 // kdump-compressed dump. See the package documentation for the formats.
+// A path may be Stdin ("-"), a pipe or a FIFO: it is copied to a temporary
+// file first (see Options.NoSpool); a directory is a *DirectoryError
+// naming the dumps in it.
 //
 // Errors wrap ErrUnrecognizedFormat when no format matches, ErrTooLarge
 // when a wrapper decompresses beyond the limit, memory.ErrCorrupt for
@@ -132,7 +139,14 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 	// Unwrap compressed files first.
 	plain := make([]string, len(paths))
 	var wrapper string
-	for i, p := range paths {
+	for i, name := range paths {
+		p, spooled, err := prepareInput(name, opt)
+		if spooled != "" {
+			d.temps = append(d.temps, spooled)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("vmcore: %w", err)
+		}
 		fh, err := os.Open(p)
 		if err != nil {
 			return nil, err
@@ -148,10 +162,10 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 			d.hold(u)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("vmcore: %s: %w", p, err)
+			return nil, fmt.Errorf("vmcore: %s: %w", name, err)
 		}
 		if i > 0 && w != wrapper {
-			return nil, fmt.Errorf("vmcore: %s: wrapped as %q but %s as %q", p, w, paths[0], wrapper)
+			return nil, fmt.Errorf("vmcore: %s: wrapped as %q but %s as %q", name, w, paths[0], wrapper)
 		}
 		wrapper = w
 		plain[i] = p
@@ -217,7 +231,7 @@ type opener struct {
 	openRA   func(r io.ReaderAt, size int64) (backend, string, error)
 }
 
-var openers = []opener{elfOpener, kdumpOpener}
+var openers = []opener{elfOpener, kdumpOpener, flatELFOpener}
 
 func probePaths(paths []string) (backend, string, error) {
 	for _, o := range openers {
@@ -286,7 +300,7 @@ func (d *Dump) containerSource() string {
 	return "kdump-header"
 }
 
-// Format names the container: "elf", "kdump", "kdump-flattened" or
+// Format names the container: "elf", "elf-flattened", "kdump", "kdump-flattened" or
 // "kdump-split", prefixed by the wrapper when there is one ("xz+elf",
 // "zstd+kdump", "gzip+elf").
 func (d *Dump) Format() string { return d.format }
@@ -317,7 +331,11 @@ func (d *Dump) Physical() memory.Reader { return d.phys }
 // container's own segments and notes; reads through it bypass
 // Options.WrapPhysical.
 func (d *Dump) ELFCore() *elfcore.File {
-	if b, ok := d.be.(*elfBackend); ok {
+	be := d.be
+	if ob, ok := be.(*ownedBackend); ok {
+		be = ob.backend // a flattened ELF core
+	}
+	if b, ok := be.(*elfBackend); ok {
 		return b.f
 	}
 	return nil

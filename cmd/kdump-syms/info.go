@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -60,6 +61,7 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 		}
 	} else if err := d.InfoErr(); err != nil {
 		kv("vmcoreinfo error", "%v", err)
+		c.rep.addFrom("vmcoreinfo", err)
 	}
 	kv("cpus", "%d", len(d.CPUs()))
 	block := func(title, text string) {
@@ -74,6 +76,7 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 	set, modErr := s.Modules()
 	if tr, err := d.Translator(); err != nil {
 		kv("translation", "unavailable: %v", err)
+		c.rep.addFrom(kdumpsyms.NeedTranslation, err)
 	} else {
 		block("translation", tr.Describe())
 	}
@@ -106,11 +109,16 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 		}
 		if ferr != nil {
 			kv("finder "+f.Name, "%s, unavailable: %v", state, ferr)
+			c.rep.add(&symfinder.FinderError{Finder: f.Name, Err: ferr})
 			continue
 		}
 		kv("finder "+f.Name, "%s, %d symbols", state, count)
 	}
-	return nil
+	c.addModuleFailures(s)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return c.rep.finish(stderr, true)
 }
 
 func orUnknown(s string) string {
@@ -138,7 +146,7 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 	defer c.finish(s, stderr)
 	set, merr := s.Modules()
 	if set == nil {
-		return merr
+		return c.rep.fatal(stderr, merr)
 	}
 	digits := 16
 	if s.Dump().Arch().PtrSize == 4 {
@@ -164,7 +172,8 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return merr
+	c.addModuleFailures(s)
+	return c.rep.finish(stderr, true)
 }
 
 // progress prints msg on stderr if the work takes longer than a second and
