@@ -7,7 +7,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
-// newS390X maps the kernel image only (formats.md §4.4): identity before
+// newS390X maps the kernel image only (docs/formats.md §4.4): identity before
 // ≈v6.10, va − KERNELOFFSET + KERNELOFFPHYS after (UNVERIFIED: no such dump
 // was available). There is no page-table walk yet, so vmalloc and module
 // addresses fail with an error wrapping errors.ErrUnsupported.
