@@ -32,7 +32,7 @@
 // and seqs_of_names never are, and are derived from the layout and
 // checked. Older kernels are found by scanning the kernel image for the
 // token table (the run "0\x001\x00…9\x00"), its index, then walking back to
-// markers, names and num_syms (formats.md §7); a scan gives up with
+// markers, names and num_syms (docs/formats.md §7); a scan gives up with
 // ErrNotFound after 1024 such runs or 8 token tables that fail, so an image
 // full of decoys costs milliseconds, not hours. Nothing is decided from the
 // kernel version alone: every candidate layout, name-length rule and

@@ -117,7 +117,7 @@ func hasVmcoreinfoTables(info *vmcoreinfo.Info) bool {
 }
 
 // pointerValued are VMCOREINFO SYMBOL() entries whose value is what a
-// pointer holds, not the variable's address (formats.md §1.6).
+// pointer holds, not the variable's address (docs/formats.md §1.6).
 var pointerValued = map[string]bool{"mem_section": true, "vmemmap": true}
 
 // anchors returns VMCOREINFO's SYMBOL() entries that should equal the

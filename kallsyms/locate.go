@@ -281,7 +281,7 @@ func fromAddrs(r memory.Reader, c config, a TableAddrs, src string) (*located, e
 	var errs []error
 	numAddrs := []uint64{a.NumSyms}
 	if a.NumSyms == 0 {
-		// num_syms is the label before names (formats.md §7.5).
+		// num_syms is the label before names (docs/formats.md §7.5).
 		numAddrs = []uint64{a.Names - 8, a.Names - 4}
 	}
 	for _, na := range numAddrs {
@@ -399,7 +399,7 @@ func addrCands(l *located, a TableAddrs) []addrCand {
 			out = append(out, addrCand{encs: []Encoding{PlaceRelative, Offsets32}, table: a.Offsets, seqs: seqsFor(a.Offsets, s), order: order(a.Offsets)})
 		}
 	default:
-		// Derive from the layout (formats.md §7.6). Before v6.4 the
+		// Derive from the layout (docs/formats.md §7.6). Before v6.4 the
 		// table precedes num_syms: relative_base fills the ALGN slot
 		// right before it, the offsets end before that.
 		ns := t.lay.NumSymsTable.Addr

@@ -11,22 +11,22 @@ import (
 
 // digitRun is token_table entries 0x30–0x39: every kernel has the digits
 // in some name, so each is its own one-character token (all generations;
-// formats.md §7.2).
+// docs/formats.md §7.2).
 var digitRun = []byte("0\x001\x002\x003\x004\x005\x006\x007\x008\x009\x00")
 
 // tokenBackWindow is how far before the '0' entry a candidate is read: 47
-// tokens of at most a few dozen characters (longest observed: 19).
+// tokens of at most a few dozen characters (longest in the corpus: 22).
 const tokenBackWindow = 4096
 
-// tokenFwdWindow covers the rest of the table (real tables are under 1 KiB
-// in all) and token_index after it.
+// tokenFwdWindow covers the rest of the table (the corpus kernels' tables
+// are at most 1108 bytes in all) and token_index after it.
 const tokenFwdWindow = 8192
 
 // Bounds on a scan's work. A digit run costs at most tokenBackWindow +
 // tokenFwdWindow bytes read; a token table that validates with its
 // token_index costs a read back of up to ~13 MiB per label alignment and
 // marker size. Real images hold one token table and a digit run or two
-// elsewhere (formats.md §7.2); an image filled with decoys (hostile, or
+// elsewhere (docs/formats.md §7.2); an image filled with decoys (hostile, or
 // garbage that repeats one) would otherwise take hours and build an error
 // of hundreds of MiB.
 const (
@@ -43,7 +43,7 @@ const minScanMarkers = 2
 // scan looks for the tables in the kernel image, for kernels whose
 // VMCOREINFO does not export them (< v6.0): the token table by its digit
 // run, token_index by its offsets, then markers, names and num_syms walking
-// back from it (formats.md §7). A candidate counts only when every check
+// back from it (docs/formats.md §7). A candidate counts only when every check
 // passes, including the address encoding's _stext test.
 func scan(r memory.Reader, c config, opt Options) (*located, error) {
 	start := opt.ImageStart

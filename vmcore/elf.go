@@ -80,7 +80,7 @@ func (b *elfBackend) close() error          { return b.f.Close() }
 func (b *elfBackend) machine() Arch         { return archFromELF(b.f.Machine(), b.f.ByteOrder(), b.f.Class()) }
 
 // physBase derives x86_64's phys_base from a kernel-text segment, as
-// makedumpfile does (formats.md §3.5): the PT_LOAD whose p_vaddr lies in
+// makedumpfile does (docs/formats.md §3.5): the PT_LOAD whose p_vaddr lies in
 // the kernel text mapping starting at __START_KERNEL_map maps it to
 // p_paddr, so phys_base = p_paddr − (p_vaddr − __START_KERNEL_map).
 func (b *elfBackend) physBase() *uint64 {

@@ -210,7 +210,7 @@ func (in *Info) Config(name string) bool {
 func (in *Info) OSRelease() string { v, _ := in.Get("OSRELEASE"); return v }
 
 // BuildID returns BUILD-ID as text (hex digits), if present. Some stable
-// kernels print garbage here (formats.md §2.2); it is returned as found.
+// kernels print garbage here (docs/formats.md §2.2); it is returned as found.
 func (in *Info) BuildID() (string, bool) { return in.Get("BUILD-ID") }
 
 // PageSize returns PAGESIZE.

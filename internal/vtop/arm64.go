@@ -8,7 +8,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
-// arm64 descriptor bits, formats.md §4.2 (ARM ARM D8.3).
+// arm64 descriptor bits, docs/formats.md §4.2 (ARM ARM D8.3).
 const (
 	armDescTypeMask = 3
 	armDescTable    = 3 // table above the last level, page at it
@@ -163,7 +163,7 @@ func newARM64(cfg Config) (*translator, error) {
 	}
 	t.fast = append(t.fast, FastPath{Name: "kernel image (kimage_voffset)", Start: lo, Last: last, Delta: kvo})
 
-	// Linear map, before and after the v5.4 flip (formats.md §4.2).
+	// Linear map, before and after the v5.4 flip (docs/formats.md §4.2).
 	physOff, ok := in.Number("PHYS_OFFSET")
 	if !ok {
 		t.note("no NUMBER(PHYS_OFFSET): linear map goes through the walk")

@@ -32,7 +32,7 @@ func TestI386(t *testing.T) {
 			if !c.pae {
 				m.page(root >> 12)
 				// Lowmem 0..1 GiB-ish with 4 MiB pages, except the first 4 MiB
-				// with a page table (entry 1 maps 0x1000, formats.md §4.3).
+				// with a page table (entry 1 maps 0x1000, docs/formats.md §4.3).
 				pt := m.alloc()
 				for i := range uint64(1024) {
 					m.put32(bo, pt+i*4, uint32(i<<12|x86Present))

@@ -141,7 +141,7 @@ func s390TableType(phys memory.Reader, pa uint64) (int, error) {
 	return level, nil
 }
 
-// newS390X maps the kernel image (formats.md §4.4) — identity before
+// newS390X maps the kernel image (docs/formats.md §4.4) — identity before
 // ≈v6.10, va − KERNELOFFSET + KERNELOFFPHYS after — and the identity map of
 // memory (at 0 before ≈v6.10, at IDENTITYBASE after), and walks
 // swapper_pg_dir for everything else (vmalloc, modules). Without

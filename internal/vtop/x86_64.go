@@ -8,7 +8,8 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
-// x86_64 constants, formats.md §4.1 and Documentation/arch/x86/x86_64/mm.rst.
+// x86_64 constants: docs/formats.md §4.1, and the kernel's
+// Documentation/arch/x86/x86_64/mm.rst.
 const (
 	startKernelMap = 0xffffffff80000000 // __START_KERNEL_map, never changed
 	// KERNEL_IMAGE_SIZE (arch/x86/include/asm/page_64_types.h) is 1 GiB
@@ -138,7 +139,7 @@ func newX86_64(cfg Config) (*translator, error) {
 		haveRoot = false
 	}
 
-	// phys_base, formats.md §3.5.
+	// phys_base, docs/formats.md §3.5.
 	switch v, ok := in.Number("phys_base"); {
 	case ok:
 		t.layout.PhysBase, t.layout.PhysBaseSource = v, "NUMBER(phys_base)"
