@@ -96,6 +96,11 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 			kv("modules failed", "%v", modErr)
 		}
 	}
+	if how, detail := describeLayouts(s); detail == "" {
+		kv("layouts", "%s", how)
+	} else {
+		block("layouts: "+how, detail)
+	}
 	for _, f := range s.Chain().Finders() {
 		fd, _ := s.Chain().Finder(f.Name)
 		count := 0

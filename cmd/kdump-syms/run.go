@@ -60,6 +60,7 @@ type common struct {
 	finders      string
 	lazy         bool
 	stats        bool
+	layouts      layoutFlags // layouts.go
 	started      time.Time
 }
 
@@ -77,6 +78,7 @@ func (c *common) register(fs *flag.FlagSet) {
 		"names: kallsyms, modules, vmlinux, system.map, kallsyms-file")
 	fs.BoolVar(&c.lazy, "lazy", false, "decode kallsyms names on demand instead of expanding the whole table")
 	fs.BoolVar(&c.stats, "stats", false, "print time, bytes read and heap per phase on stderr, as key=value lines")
+	c.layouts.register(fs)
 }
 
 // parseInterspersed parses flags that may follow positional arguments, as
@@ -188,13 +190,17 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]st
 func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session, error) {
 	c.started = time.Now()
 	paths := append(slices.Clone(dumpPaths), c.parts...)
-	stop := progress(stderr, "opening "+paths[0])
-	s, err := kdumpsyms.Open(kdumpsyms.Options{
+	opt := kdumpsyms.Options{
 		Lazy:         c.lazy,
 		VMLinux:      c.vmlinux,
 		SystemMap:    c.systemMap,
 		KallsymsFile: c.kallsymsFile,
-	}, paths...)
+	}
+	if err := c.layouts.apply(&opt); err != nil {
+		return nil, err
+	}
+	stop := progress(stderr, "opening "+paths[0])
+	s, err := kdumpsyms.Open(opt, paths...)
 	stop()
 	if err != nil {
 		return nil, err
