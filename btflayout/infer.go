@@ -138,9 +138,11 @@ type evMod struct {
 	base uint64
 	raw  []byte // the start of its struct module, up to inferWindow bytes
 	live bool
+	this bool // its symtab has __this_module, at the struct
 	// Filled in once the kallsyms pointer is known.
 	syms    []esym
 	byValue map[uint64][]int
+	regions []region // once the memory fields are known
 }
 
 // esym is one symbol of a module's symtab.
@@ -243,7 +245,13 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 		mkSize = 4 * p
 	}
 	in.structs["mod_kallsyms"] = NewStruct("mod_kallsyms", mkSize, mk...)
-	ev("module.state, .list, .name, .kallsyms = %d: in %d modules, a valid name and state, and kallsyms leads to a symtab with the null symbol first, NUL-terminated names and __this_module at the struct itself", k, len(x.mods))
+	this := 0
+	for _, m := range x.mods {
+		if m.this {
+			this++
+		}
+	}
+	ev("module.state, .list, .name, .kallsyms = %d: in %d modules, a valid name and state, and kallsyms points at the next member, a mod_kallsyms whose symtab has the null symbol first, NUL-terminated names and type letters; __this_module at the struct itself in %d of them", k, len(x.mods), this)
 
 	switch x.gen {
 	case genMem:
@@ -258,6 +266,8 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 		how := "no mod_tree_node"
 		if tree {
 			how = "each region's mod_tree_node pointing back at the struct"
+		} else if this == 0 {
+			return nil, inferErr("no __this_module symbol and no mod_tree_node confirm where struct module starts")
 		}
 		ev("module.mem = %d (%d × %d bytes): every named symbol in a region, text symbols in MOD_TEXT, the struct in MOD_DATA, %s", off, modMemTypes, stride, how)
 	case genLayout:
@@ -275,6 +285,8 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 		how := "no mod_tree_node"
 		if tree {
 			how = "its mod_tree_node pointing back at the struct"
+		} else if this == 0 {
+			return nil, inferErr("no __this_module symbol and no mod_tree_node confirm where struct module starts")
 		}
 		ev("module.core_layout = %d, .init_layout = %d (%d bytes each): every named symbol in core, text symbols in its text, the struct in core, %s; init empty in every live module", core, init, size, how)
 	}
@@ -417,6 +429,17 @@ func (x *infer) esym() (size, name, value, shndx uint64) {
 // modKallsyms reads and checks the struct mod_kallsyms at kp for module m;
 // it returns the module's named symbols.
 func (x *infer) modKallsyms(m *evMod, kp uint64) ([]esym, error) {
+	syms, this, err := x.modKallsymsThis(m, kp)
+	if err == nil {
+		m.this = this
+	}
+	return syms, err
+}
+
+// modKallsymsThis is modKallsyms, also saying whether the symtab has
+// __this_module (kernels without CONFIG_KALLSYMS_ALL keep only text
+// symbols of modules).
+func (x *infer) modKallsymsThis(m *evMod, kp uint64) ([]esym, bool, error) {
 	p := x.p
 	mkLen := 3 * p
 	if x.typetab {
@@ -424,33 +447,33 @@ func (x *infer) modKallsyms(m *evMod, kp uint64) ([]esym, error) {
 	}
 	mk := make([]byte, mkLen)
 	if err := memory.ReadFull(x.kmem, mk, kp); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	symtab, num, strtab := x.word(mk, 0), x.u32(mk, p), x.word(mk, 2*p)
 	if num == 0 || num > inferMaxSymbols || symtab == 0 || strtab == 0 {
-		return nil, inferErr("mod_kallsyms at %#x: symtab %#x, num_symtab %d, strtab %#x", kp, symtab, num, strtab)
+		return nil, false, inferErr("mod_kallsyms at %#x: symtab %#x, num_symtab %d, strtab %#x", kp, symtab, num, strtab)
 	}
 	es, nameOff, valueOff, shOff := x.esym()
 	// The null symbol first, and the last entry readable, before the
 	// whole table is read: a wild pointer or a lying count costs little.
 	var probe [24]byte
 	if err := memory.ReadFull(x.kmem, probe[:es], symtab); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !allZero(probe[:es]) {
-		return nil, inferErr("symtab at %#x: entry 0 is not the null symbol", symtab)
+		return nil, false, inferErr("symtab at %#x: entry 0 is not the null symbol", symtab)
 	}
 	if err := memory.ReadFull(x.kmem, probe[:1], symtab+num*es-1); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	tab, err := readChunked(x.kmem, symtab, num*es)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var types []byte
 	if x.typetab {
 		if types, err = readChunked(x.kmem, x.word(mk, 3*p), num); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var maxName uint64
@@ -458,11 +481,11 @@ func (x *infer) modKallsyms(m *evMod, kp uint64) ([]esym, error) {
 		maxName = max(maxName, x.u32(tab, i*es+nameOff))
 	}
 	if maxName >= inferMaxStrtab {
-		return nil, inferErr("symtab at %#x: st_name %d beyond the string table cap", symtab, maxName)
+		return nil, false, inferErr("symtab at %#x: st_name %d beyond the string table cap", symtab, maxName)
 	}
 	strs := readUpTo(x.kmem, strtab, maxName+ksymNameLen)
 	if uint64(len(strs)) <= maxName || strs[0] != 0 {
-		return nil, inferErr("strtab at %#x: unreadable or not starting with NUL", strtab)
+		return nil, false, inferErr("strtab at %#x: unreadable or not starting with NUL", strtab)
 	}
 	out := make([]esym, 0, num)
 	this := false
@@ -471,18 +494,18 @@ func (x *infer) modKallsyms(m *evMod, kp uint64) ([]esym, error) {
 		off := x.u32(e, nameOff)
 		name, ok := cstrIn(strs[off:min(uint64(len(strs)), off+ksymNameLen)])
 		if !ok {
-			return nil, inferErr("strtab at %#x: name of symbol %d has no NUL", strtab, i)
+			return nil, false, inferErr("strtab at %#x: name of symbol %d has no NUL", strtab, i)
 		}
 		s := esym{name: string(name), value: x.word(e, valueOff), shndx: x.bo.Uint16(e[shOff:])}
 		if types != nil {
 			s.kind = types[i]
 			if !isTypeLetter(s.kind) {
-				return nil, inferErr("typetab: symbol %d has type %#x", i, s.kind)
+				return nil, false, inferErr("typetab: symbol %d has type %#x", i, s.kind)
 			}
 		}
 		if s.name == "__this_module" {
 			if s.value != m.base {
-				return nil, inferErr("symtab at %#x: __this_module is %#x, not the struct at %#x", symtab, s.value, m.base)
+				return nil, false, inferErr("symtab at %#x: __this_module is %#x, not the struct at %#x", symtab, s.value, m.base)
 			}
 			this = true
 		}
@@ -490,10 +513,7 @@ func (x *infer) modKallsyms(m *evMod, kp uint64) ([]esym, error) {
 			out = append(out, s)
 		}
 	}
-	if !this {
-		return nil, inferErr("symtab at %#x: no __this_module", symtab)
-	}
-	return out, nil
+	return out, this, nil
 }
 
 func isTypeLetter(c byte) bool {
@@ -554,15 +574,16 @@ func (x *infer) findKallsyms() (uint64, error) {
 	var syms [][]esym
 	var firstErr error
 	for off := 3*x.p + 64 - x.p; off+x.p <= uint64(len(ref.raw)); off += x.p {
-		v := x.word(ref.raw, off)
-		if v-ref.base >= uint64(len(ref.raw)) {
+		// After init, kallsyms points at core_kallsyms, the member right
+		// after it.
+		if x.word(ref.raw, off) != ref.base+off+x.p {
 			continue
 		}
 		var got [][]esym
 		ok := true
 		for _, m := range x.mods {
 			kp := x.word(m.raw, off)
-			if off+x.p > uint64(len(m.raw)) || kp == 0 {
+			if off+x.p > uint64(len(m.raw)) || kp == 0 || m.live && kp != m.base+off+x.p {
 				ok = false
 				break
 			}
@@ -681,6 +702,7 @@ func (x *infer) findMem() (off, stride uint64, tree bool, err error) {
 			if ok && (st < 9*p || treeOK) {
 				found = append(found, cand{o, st, treeOK})
 			}
+
 		}
 	}
 	// A stride with the tree node that is confirmed by the back pointers
@@ -690,7 +712,14 @@ func (x *infer) findMem() (off, stride uint64, tree bool, err error) {
 	case 0:
 		return 0, 0, false, fmt.Errorf("btflayout: inferring layouts: no offset and stride of module.mem fit all of %d modules: %w", len(x.mods), ErrNotFound)
 	case 1:
-		return found[0].off, found[0].stride, found[0].tree, nil
+		c := found[0]
+		for _, m := range x.mods {
+			for i := uint64(0); i < modMemTypes; i++ {
+				e := c.off + i*c.stride
+				m.regions = append(m.regions, region{x.word(m.raw, e), x.u32(m.raw, e+p)})
+			}
+		}
+		return c.off, c.stride, c.tree, nil
 	}
 	return 0, 0, false, inferErr("module.mem is ambiguous: %d candidates (first %+v, %+v)", len(found), found[0], found[1])
 }
@@ -739,6 +768,9 @@ func (x *infer) findLayout() (core, init, size uint64, tree bool, err error) {
 		return 0, 0, 0, false, inferErr("module.core_layout is ambiguous: offsets %+v all fit", found)
 	}
 	c := found[0]
+	for _, m := range x.mods {
+		m.regions = []region{{x.word(m.raw, c.off), x.u32(m.raw, c.off+p)}}
+	}
 	// sizeof(struct module_layout): the tree node is a struct module
 	// pointer and a latch_tree_node (two rb_nodes of three words).
 	size = mtnOff
@@ -764,7 +796,7 @@ func (x *infer) findSyms() (off uint64, found bool, err error) {
 	p := x.p
 	var offs []uint64
 	for o := 3*p + 64 - p; o+3*p <= inferWindow; o += p {
-		confirmed, ok := 0, true
+		confirmed, matched, ok := 0, 0, true
 		for _, m := range x.mods {
 			if o+3*p > uint64(len(m.raw)) {
 				ok = false
@@ -774,13 +806,13 @@ func (x *infer) findSyms() (off uint64, found bool, err error) {
 			if num == 0 {
 				continue
 			}
-			if num > inferMaxExports || syms == 0 || !x.exportsFit(m, syms, num) {
+			if num > inferMaxExports || syms == 0 || !x.exportsFit(m, syms, num, &matched) {
 				ok = false
 				break
 			}
 			confirmed++
 		}
-		if ok && confirmed > 0 {
+		if ok && confirmed > 0 && matched > 0 {
 			offs = append(offs, o)
 		}
 	}
@@ -805,7 +837,7 @@ func (x *infer) findSyms() (off uint64, found bool, err error) {
 // exportsFit reports whether the first entries of the table at syms are
 // struct kernel_symbols (place-relative or absolute, with or without a
 // namespace) naming symbols of m at their own value.
-func (x *infer) exportsFit(m *evMod, syms, num uint64) bool {
+func (x *infer) exportsFit(m *evMod, syms, num uint64, matched *int) bool {
 	p := x.p
 	n := min(num, 8)
 	type kl struct {
@@ -817,7 +849,7 @@ func (x *infer) exportsFit(m *evMod, syms, num uint64) bool {
 		if memory.ReadFull(x.kmem, raw, syms) != nil {
 			return false
 		}
-		ok := true
+		ok, hits := true, 0
 		for i := uint64(0); i < n && ok; i++ {
 			e := i * c.stride
 			var value, name uint64
@@ -828,25 +860,32 @@ func (x *infer) exportsFit(m *evMod, syms, num uint64) bool {
 			} else {
 				value, name = x.word(raw, e), x.word(raw, e+p)
 			}
-			idx := m.byValue[value]
-			if len(idx) == 0 {
-				ok = false
-				break
-			}
 			s, err := memory.CString(x.kmem, name, ksymNameLen)
-			if err != nil {
+			if err != nil || !isIdent(s) || !inAny(m.regions, value) || !inAny(m.regions, name) {
 				ok = false
 				break
 			}
-			hit := false
-			for _, j := range idx {
-				if m.syms[j].name == s {
-					hit = true
+			// Where the symtab has the symbol (always with
+			// CONFIG_KALLSYMS_ALL; text only without), it is the same.
+			if idx := m.byValue[value]; len(idx) > 0 {
+				for _, j := range idx {
+					if m.syms[j].name == s {
+						hits++
+					}
 				}
 			}
-			ok = hit
 		}
 		if ok {
+			*matched += hits
+			return true
+		}
+	}
+	return false
+}
+
+func inAny(rs []region, a uint64) bool {
+	for _, r := range rs {
+		if r.has(a) {
 			return true
 		}
 	}
