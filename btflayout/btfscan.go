@@ -42,16 +42,22 @@ func ScanBTF(kmem memory.Reader, lo, hi uint64) (*BTF, ScanResult, error) {
 		return nil, res, fmt.Errorf("btflayout: BTF scan: empty range [%#x, %#x): %w", lo, hi, ErrNoBTF)
 	}
 	res.Hi = min(hi, res.Lo+maxBTFScan)
-	const page = 4096
-	buf := make([]byte, page+btfHeaderLen)
+	// Read in large chunks (a kdump may compress 64 KiB blocks); a chunk
+	// that faults is read again page by page, skipping what is absent.
+	const page, chunkSize = 4096, 64 << 10
+	buf := make([]byte, chunkSize)
 	var lastErr error
 	for at := res.Lo; at < res.Hi; {
-		n := min(page-at%page, res.Hi-at)
+		n := min(chunkSize-at%page, res.Hi-at)
 		chunk := buf[:n]
 		if memory.ReadFull(kmem, chunk, at) != nil {
-			res.Skipped++
-			at += n
-			continue
+			n = min(page-at%page, res.Hi-at)
+			chunk = buf[:n]
+			if memory.ReadFull(kmem, chunk, at) != nil {
+				res.Skipped++
+				at += n
+				continue
+			}
 		}
 		res.Read += n
 		for o := uint64(0); o+4 <= n; o += 4 {

@@ -370,7 +370,11 @@ func (x *infer) u32(b []byte, off uint64) uint64 {
 // cannot be read; it returns what was read.
 func readUpTo(kmem memory.Reader, addr, n uint64) []byte {
 	const page = 4096
-	buf := make([]byte, 0, n)
+	buf := make([]byte, n)
+	if memory.ReadFull(kmem, buf, addr) == nil {
+		return buf
+	}
+	buf = buf[:0]
 	for uint64(len(buf)) < n {
 		at := addr + uint64(len(buf))
 		k := min(n-uint64(len(buf)), page-at%page)

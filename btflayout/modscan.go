@@ -46,6 +46,8 @@ const (
 	maxScanBytes = 256 << 20
 	// maxModuleCandidates bounds the candidates given to Infer.
 	maxModuleCandidates = 16
+	// scanChunk is the size of one read of a module area.
+	scanChunk = 64 << 10
 )
 
 // FindModuleList finds the modules list head by a validated scan of the
@@ -74,16 +76,22 @@ func FindModuleList(kmem memory.Reader, cfg ModuleScanConfig) (uint64, *Inferred
 	seenHeads := map[uint64]bool{}
 	for _, a := range areas {
 		size := min(a[1]-a[0], maxScanArea)
-		for off := uint64(0); off < size; off += 4096 {
+		for off := uint64(0); off < size; {
 			if read >= maxScanBytes {
 				return 0, nil, fmt.Errorf("btflayout: module list scan: no module found in the first %d bytes of %d module areas (last: %v): %w", read, len(areas), lastErr, ErrNotFound)
 			}
-			// A page and the name that may run past its end.
-			page := readUpTo(kmem, a[0]+off, min(4096+64, size-off))
-			read += 4096
-			for o := uint64(0); o+2*p+(64-p) <= uint64(len(page)) && o < 4096; o += p {
+			// A chunk, and the name that may run past its end; a chunk
+			// with an absent page is cut there, and the scan resumes
+			// after that page.
+			data := readUpTo(kmem, a[0]+off, min(scanChunk+64, size-off))
+			step := uint64(scanChunk)
+			if uint64(len(data)) < min(scanChunk+64, size-off) {
+				step = min(step, (uint64(len(data))/4096+1)*4096)
+			}
+			read += uint64(len(data))
+			for o := uint64(0); o+2*p+(64-p) <= uint64(len(data)) && o < step; o += p {
 				node := a[0] + off + o
-				if !x.isModuleNode(page, o, node) {
+				if !x.isModuleNode(data, o, node) {
 					continue
 				}
 				head, err := x.headFrom(node)
@@ -104,6 +112,7 @@ func FindModuleList(kmem memory.Reader, cfg ModuleScanConfig) (uint64, *Inferred
 					return 0, nil, fmt.Errorf("btflayout: module list scan: %d candidates failed (last: %v): %w", tried, lastErr, ErrNotFound)
 				}
 			}
+			off += step
 		}
 	}
 	if lastErr != nil {
