@@ -102,6 +102,11 @@ type Module struct {
 	// Taints is struct module's taints bitmask (TAINT_* bit numbers, as
 	// the kernel's add_taint_module sets them); see Flags.
 	Taints uint64
+	// Unshown is set when the layouts lack the fields behind /proc/modules'
+	// refcount, users and taint flags because they were inferred
+	// (btflayout.Infer): RefCount, Deps and Taints are then unknown, not
+	// zero or empty.
+	Unshown bool
 	// Deps lists the modules using this one (/proc/modules' fourth column,
 	// without "[permanent]"); nil when unknown.
 	Deps []string
