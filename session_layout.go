@@ -111,7 +111,7 @@ func (s *Session) layout() (btflayout.Source, error) {
 			st.src, st.how = inf, "inferred from the dump (no BTF: "+btfErr.Error()+")"
 			return
 		}
-		st.err = fmt.Errorf("%w: %v; inferring them: %v", ErrNoLayouts, btfErr, infErr)
+		st.err = fmt.Errorf("%w: %w; inferring them: %w", ErrNoLayouts, btfErr, infErr)
 	})
 	return st.src, st.err
 }
