@@ -99,6 +99,11 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 			kv("modules failed", "%v", modErr)
 		}
 	}
+	if how, detail := describeLayouts(s); detail == "" {
+		kv("layouts", "%s", how)
+	} else {
+		block("layouts: "+how, detail)
+	}
 	for _, f := range s.Chain().Finders() {
 		fd, _ := s.Chain().Finder(f.Name)
 		count := 0
@@ -163,8 +168,11 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 		if len(m.Deps) > 0 {
 			deps = strings.Join(m.Deps, ",") + ","
 		}
+		if m.Unshown {
+			ref, deps = "?", "?" // layouts inferred: not known
+		}
 		fmt.Fprintf(w, "%s %d %s %s %s 0x%0*x", m.Name, m.Size, ref, deps, m.State, digits, m.TextBase)
-		if f := m.Flags(); f != "" {
+		if f := m.Flags(); f != "" && !m.Unshown {
 			fmt.Fprintf(w, " %s", f)
 		}
 		fmt.Fprintln(w)

@@ -77,6 +77,7 @@ type common struct {
 	stats        bool
 	noCache      bool
 	demangle     bool
+	layouts      layoutFlags // layouts.go
 	started      time.Time
 	rep          report
 }
@@ -99,6 +100,7 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noCache, "no-cache", false, "do not keep decompressed .xz/.zst/.gz dumps in the user's cache directory\n"+
 		"(default: kept, keyed by the wrapped file's SHA-256, 4 GiB at most, least recently used removed first)")
 	fs.BoolVar(&c.rep.verbose, "v", false, "verbose errors: after each root cause, the full chain of every failure it caused")
+	c.layouts.register(fs)
 }
 
 // cacheDir is where decompressed wrapped dumps are kept: kdump-syms in the
@@ -238,14 +240,18 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]st
 func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session, error) {
 	c.started = time.Now()
 	paths := withSplitSiblings(append(slices.Clone(dumpPaths), c.parts...), stderr)
-	stop := progress(stderr, "opening "+paths[0])
-	s, err := kdumpsyms.Open(kdumpsyms.Options{
+	opt := kdumpsyms.Options{
 		Dump:         vmcore.Options{CacheDir: c.cacheDir()},
 		Lazy:         c.lazy,
 		VMLinux:      c.vmlinux,
 		SystemMap:    c.systemMap,
 		KallsymsFile: c.kallsymsFile,
-	}, paths...)
+	}
+	if err := c.layouts.apply(&opt); err != nil {
+		return nil, err
+	}
+	stop := progress(stderr, "opening "+paths[0])
+	s, err := kdumpsyms.Open(opt, paths...)
 	stop()
 	if err != nil {
 		return nil, c.rep.fatal(stderr, err)
