@@ -195,6 +195,17 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	}); err != nil {
 		return fail(err)
 	}
+	// The kernel log, so that dmesg reads from the extract what it reads
+	// from the original.
+	stage("printk", func() error {
+		l, err := sess.Log()
+		if err != nil {
+			return err
+		}
+		for range l.Entries() {
+		}
+		return nil
+	})
 	// The page tables that map every module, BPF and trampoline symbol, so
 	// that the extract translates each symbol's address as the original
 	// does (vmlinux symbols are in the kernel-text map, which needs none).

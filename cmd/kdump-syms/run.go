@@ -34,6 +34,7 @@ Usage:
   kdump-syms name    [flags] VMCORE NAME...    symbols by name (--glob, --regexp)
   kdump-syms info    [flags] VMCORE            what the dump is and how it was decoded
   kdump-syms modules [flags] VMCORE            the module list, like /proc/modules
+  kdump-syms dmesg   [flags] VMCORE            the kernel log, as dmesg prints it
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
@@ -148,6 +149,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdModules(args, stdout, stderr)
 	case "extract":
 		return cmdExtract(args, stdout, stderr)
+	case "dmesg":
+		return cmdDmesg(args, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usageText)
 	return usagef("unknown command %q", cmd)
