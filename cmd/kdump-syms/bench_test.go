@@ -40,3 +40,7 @@ func benchCLI(b *testing.B, args ...string) {
 // BenchmarkDmesg: the target is 20 ms on the largest corpus dump's
 // zlib kdump file.
 func BenchmarkDmesg(b *testing.B) { benchCLI(b, "dmesg") }
+
+// BenchmarkInfoNoSymbols is a triage script's first call: release and
+// build ID, no symbols decoded. The target is 5 ms.
+func BenchmarkInfoNoSymbols(b *testing.B) { benchCLI(b, "info", "--format", "json", "--no-symbols") }

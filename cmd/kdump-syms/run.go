@@ -35,6 +35,7 @@ Usage:
   kdump-syms info    [flags] VMCORE            what the dump is and how it was decoded
   kdump-syms modules [flags] VMCORE            the module list, like /proc/modules
   kdump-syms dmesg   [flags] VMCORE            the kernel log, as dmesg prints it
+  kdump-syms vmcoreinfo [flags] VMCORE [KEY...] the VMCOREINFO note, or the values of KEYs
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
@@ -151,6 +152,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdExtract(args, stdout, stderr)
 	case "dmesg":
 		return cmdDmesg(args, stdout, stderr)
+	case "vmcoreinfo":
+		return cmdVMCOREINFO(args, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usageText)
 	return usagef("unknown command %q", cmd)
