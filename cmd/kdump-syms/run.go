@@ -36,6 +36,7 @@ Usage:
   kdump-syms modules [flags] VMCORE            the module list, like /proc/modules
   kdump-syms dmesg   [flags] VMCORE            the kernel log, as dmesg prints it
   kdump-syms vmcoreinfo [flags] VMCORE [KEY...] the VMCOREINFO note, or the values of KEYs
+  kdump-syms panic   [flags] VMCORE            the panic report, the crashing CPU, every CPU's registers
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
@@ -154,6 +155,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdDmesg(args, stdout, stderr)
 	case "vmcoreinfo":
 		return cmdVMCOREINFO(args, stdout, stderr)
+	case "panic":
+		return cmdPanic(args, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usageText)
 	return usagef("unknown command %q", cmd)

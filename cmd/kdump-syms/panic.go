@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
+	"github.com/kdumpsyms/kdumpsyms/printk"
+)
+
+// cmdPanic prints why the kernel crashed: the panic or oops report from the
+// log, which CPU crashed, and every CPU's registers from its NT_PRSTATUS
+// note, kernel addresses symbolized.
+func cmdPanic(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("panic", "panic [flags] VMCORE")
+	c.register(fs)
+	format := fs.String("format", "text", "output `format`: text or json")
+	pos, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("panic: no VMCORE given")
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("panic: unknown format %q (want text or json)", *format)
+	}
+	s, err := c.open(pos, stderr)
+	if err != nil {
+		return err
+	}
+	defer c.finish(s, stderr)
+	var rep *panicReport
+	err = s.Phase("output", func() error {
+		rep = buildPanicReport(s)
+		bw := bufio.NewWriter(stdout)
+		if *format == "json" {
+			b, err := json.Marshal(rep)
+			if err != nil {
+				return err
+			}
+			bw.Write(append(b, '\n'))
+		} else {
+			rep.writeText(bw)
+		}
+		return bw.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	if rep.LogError != "" {
+		return fmt.Errorf("panic: the kernel log: %s", rep.LogError)
+	}
+	return nil
+}
+
+type panicReport struct {
+	Message  string `json:"message,omitempty"`
+	Panicked bool   `json:"panicked"`
+	// Report is the panic or oops report, as dmesg prints it.
+	Report []string `json:"report,omitempty"`
+	// CrashingCPU is the index of the crashing CPU's note in CPUs; -1
+	// when unknown. How says how it was told.
+	CrashingCPU int       `json:"crashing_cpu"`
+	How         string    `json:"crashing_cpu_from,omitempty"`
+	LogCPU      int       `json:"log_cpu"` // the "CPU: N" of the report; -1 without one
+	PID         int       `json:"pid"`     // the "PID: P" of the report; -1 without one
+	Comm        string    `json:"comm,omitempty"`
+	CPUs        []cpuDump `json:"cpus"`
+	LogError    string    `json:"log_error,omitempty"`
+}
+
+type cpuDump struct {
+	Note      int        `json:"note"` // index of its NT_PRSTATUS note
+	PID       int32      `json:"pid"`
+	Crashing  bool       `json:"crashing,omitempty"`
+	Registers []register `json:"registers"`
+}
+
+type register struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Symbol string `json:"symbol,omitempty"`
+}
+
+func buildPanicReport(s *kdumpsyms.Session) *panicReport {
+	rep := &panicReport{CrashingCPU: -1, LogCPU: -1, PID: -1}
+	var recs []printk.Record
+	if l, err := s.Log(); err != nil {
+		rep.LogError = err.Error()
+	} else {
+		for e := range l.Entries() {
+			if e.Gap == nil {
+				recs = append(recs, e.Record)
+			}
+		}
+	}
+	if cr, ok := printk.FindCrash(recs); ok {
+		rep.Message, rep.Panicked = cr.Message, cr.Panicked
+		rep.LogCPU, rep.PID, rep.Comm = cr.CPU, cr.PID, cr.Comm
+		for _, r := range recs[cr.Start:cr.End] {
+			for line := range splitLines(r.Text) {
+				rep.Report = append(rep.Report, "["+r.Timestamp()+"] "+line)
+			}
+		}
+	}
+	d := s.Dump()
+	cpus := d.CPUs()
+	// The crashing CPU: the note whose task is the report's PID, if only
+	// one is; else the note at the report's CPU number (kdump and QEMU
+	// write one note per CPU in CPU order).
+	if rep.PID > 0 {
+		n := 0
+		for i, c := range cpus {
+			if int(c.PID) == rep.PID {
+				rep.CrashingCPU, n = i, n+1
+			}
+		}
+		if n == 1 {
+			rep.How = fmt.Sprintf("its task is PID %d", rep.PID)
+		} else {
+			rep.CrashingCPU = -1
+		}
+	}
+	if rep.CrashingCPU < 0 && rep.LogCPU >= 0 && rep.LogCPU < len(cpus) {
+		rep.CrashingCPU = rep.LogCPU
+		rep.How = "notes are in CPU order"
+	}
+	names := elfcore.RegisterNames(d.Arch().ELFMachine())
+	digits, minAddr := addrShape(s)
+	for i, c := range cpus {
+		cd := cpuDump{Note: i, PID: c.PID, Crashing: i == rep.CrashingCPU}
+		for j, v := range c.Regs {
+			name := fmt.Sprintf("reg%d", j)
+			if j < len(names) {
+				name = names[j]
+			}
+			r := register{Name: name, Value: fmt.Sprintf("%0*x", digits, v)}
+			if v >= minAddr && v != 0 {
+				if sym, err := s.Chain().Lookup(v); err == nil {
+					r.Symbol = sym.Format(v)
+				}
+			}
+			cd.Registers = append(cd.Registers, r)
+		}
+		rep.CPUs = append(rep.CPUs, cd)
+	}
+	return rep
+}
+
+func splitLines(s string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for {
+			i := 0
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+			if !yield(s[:i]) || i == len(s) {
+				return
+			}
+			s = s[i+1:]
+		}
+	}
+}
+
+func (rep *panicReport) writeText(w *bufio.Writer) {
+	switch {
+	case rep.Message != "":
+		fmt.Fprintf(w, "panic:        %s\n", rep.Message)
+	case rep.LogError != "":
+		fmt.Fprintf(w, "panic:        unknown: the kernel log cannot be read (%s)\n", rep.LogError)
+	default:
+		fmt.Fprintf(w, "panic:        none: the log holds no panic or oops report\n")
+	}
+	switch {
+	case rep.CrashingCPU >= 0 && rep.LogCPU >= 0:
+		fmt.Fprintf(w, "crashing CPU: %d (PID %d, %s), registers from note %d (%s)\n", rep.LogCPU, rep.PID, rep.Comm, rep.CrashingCPU, rep.How)
+	case rep.LogCPU >= 0:
+		fmt.Fprintf(w, "crashing CPU: %d (PID %d, %s), whose register note is not told apart\n", rep.LogCPU, rep.PID, rep.Comm)
+	default:
+		fmt.Fprintf(w, "crashing CPU: unknown (no \"CPU: … PID: …\" line in the report)\n")
+	}
+	if len(rep.Report) > 0 {
+		fmt.Fprintln(w)
+		for _, l := range rep.Report {
+			fmt.Fprintln(w, l)
+		}
+	}
+	if len(rep.CPUs) == 0 {
+		fmt.Fprintf(w, "\nno CPU registers: the dump has no NT_PRSTATUS notes for its architecture\n")
+	}
+	for _, c := range rep.CPUs {
+		fmt.Fprintf(w, "\nCPU note %d, PID %d", c.Note, c.PID)
+		if c.PID == 0 {
+			fmt.Fprint(w, " (idle)")
+		}
+		if c.Crashing {
+			fmt.Fprint(w, ", crashing")
+		}
+		fmt.Fprintln(w, ":")
+		for _, r := range c.Registers {
+			fmt.Fprintf(w, "  %-8s %s", r.Name, r.Value)
+			if r.Symbol != "" {
+				fmt.Fprintf(w, "  %s", r.Symbol)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var consolePanic = regexp.MustCompile(`\] (Kernel panic - not syncing: .*)`)
+var consoleCPU = regexp.MustCompile(`\] CPU: (\d+) (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
+
+// TestPanicCorpus: on every corpus dump that holds the log, panic names the
+// panic the console printed, the CPU and task the console named, finds the
+// crashing CPU's register note and symbolizes its program counter.
+func TestPanicCorpus(t *testing.T) {
+	ran := 0
+	for _, g := range testutil.Corpus(t) {
+		console, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
+		if err != nil {
+			continue
+		}
+		text := strings.ReplaceAll(string(console), "\r", "")
+		wantMsg := consolePanic.FindStringSubmatch(text)
+		wantCPU := consoleCPU.FindStringSubmatch(text)
+		require.NotNil(t, wantMsg, "no panic in %s's console log", g.Name)
+		require.NotNil(t, wantCPU)
+		for _, f := range g.AvailableDumps() {
+			paths, _ := g.DumpPaths(f)
+			t.Run(g.Name+"/"+string(f), func(t *testing.T) {
+				args := []string{"panic", "--format", "json", paths[0]}
+				for _, p := range paths[1:] {
+					args = append(args, "--part", p)
+				}
+				code, stdout, stderr := runCLI(args...)
+				if g.IsExtract(f) && code != exitOK {
+					t.Skipf("the committed extract lacks the kernel log: %s", strings.TrimSpace(stderr))
+				}
+				require.Equal(t, exitOK, code, stderr)
+				ran++
+				var rep panicReport
+				require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+				assert.True(t, rep.Panicked)
+				assert.Equal(t, wantMsg[1], rep.Message)
+				assert.Equal(t, wantCPU[1], itoa(rep.LogCPU))
+				assert.Equal(t, wantCPU[2], itoa(rep.PID))
+				assert.Equal(t, wantCPU[3], rep.Comm)
+				require.GreaterOrEqual(t, rep.CrashingCPU, 0)
+				c := rep.CPUs[rep.CrashingCPU]
+				assert.True(t, c.Crashing)
+				assert.Equal(t, int32(rep.PID), c.PID)
+				pcName := map[string]string{"arm64": "pc", "x86_64": "rip", "i386": "eip"}[g.ArchName()]
+				for _, r := range c.Registers {
+					if r.Name == pcName {
+						assert.NotEmpty(t, r.Symbol, "the crashing CPU's %s %s", r.Name, r.Value)
+					}
+				}
+				// The report ends the log, with the panic line in it.
+				require.NotEmpty(t, rep.Report)
+				assert.Contains(t, strings.Join(rep.Report, "\n"), wantMsg[1])
+			})
+		}
+	}
+	if ran == 0 {
+		t.Skip("no corpus dump with a console log holds the kernel log")
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
