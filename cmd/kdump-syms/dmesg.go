@@ -219,12 +219,10 @@ func (j *jsonLog) write(e printk.Entry) error {
 		}
 		v = jr
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	j.w.Write(b)
-	return j.w.WriteByte('\n')
+	// Text such as "[<ffffffff8110a2b4>]" stays readable: no HTML escapes.
+	enc := json.NewEncoder(j.w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v) // with its newline
 }
 
 func (j *jsonLog) end() error { return nil }

@@ -75,8 +75,8 @@ type panicReport struct {
 }
 
 type cpuDump struct {
-	Note      int        `json:"note"` // index of its NT_PRSTATUS note
-	PID       int32      `json:"pid"`
+	Note      int        `json:"note"`   // index of its NT_PRSTATUS note
+	PID       int32      `json:"pr_pid"` // kdump: the running task (0 idle); QEMU: a vCPU number
 	Crashing  bool       `json:"crashing,omitempty"`
 	Registers []register `json:"registers"`
 }
@@ -110,10 +110,18 @@ func buildPanicReport(s *kdumpsyms.Session) *panicReport {
 	}
 	d := s.Dump()
 	cpus := d.CPUs()
-	// The crashing CPU: the note whose task is the report's PID, if only
-	// one is; else the note at the report's CPU number (kdump and QEMU
-	// write one note per CPU in CPU order).
-	if rep.PID > 0 {
+	// The crashing CPU: the note at the report's CPU number (kdump and
+	// QEMU write one note per CPU, in CPU order); else the one note whose
+	// pr_pid is the report's PID. kdump's notes hold the running task's
+	// PID there, QEMU's a vCPU number, so the PID only confirms.
+	switch {
+	case rep.LogCPU >= 0 && rep.LogCPU < len(cpus):
+		rep.CrashingCPU = rep.LogCPU
+		rep.How = "notes are in CPU order"
+		if rep.PID > 0 && int(cpus[rep.LogCPU].PID) == rep.PID {
+			rep.How += "; its pr_pid is the report's PID"
+		}
+	case rep.PID > 0:
 		n := 0
 		for i, c := range cpus {
 			if int(c.PID) == rep.PID {
@@ -121,14 +129,10 @@ func buildPanicReport(s *kdumpsyms.Session) *panicReport {
 			}
 		}
 		if n == 1 {
-			rep.How = fmt.Sprintf("its task is PID %d", rep.PID)
+			rep.How = fmt.Sprintf("its pr_pid is the report's PID %d", rep.PID)
 		} else {
 			rep.CrashingCPU = -1
 		}
-	}
-	if rep.CrashingCPU < 0 && rep.LogCPU >= 0 && rep.LogCPU < len(cpus) {
-		rep.CrashingCPU = rep.LogCPU
-		rep.How = "notes are in CPU order"
 	}
 	names := elfcore.RegisterNames(d.Arch().ELFMachine())
 	digits, minAddr := addrShape(s)
@@ -194,10 +198,7 @@ func (rep *panicReport) writeText(w *bufio.Writer) {
 		fmt.Fprintf(w, "\nno CPU registers: the dump has no NT_PRSTATUS notes for its architecture\n")
 	}
 	for _, c := range rep.CPUs {
-		fmt.Fprintf(w, "\nCPU note %d, PID %d", c.Note, c.PID)
-		if c.PID == 0 {
-			fmt.Fprint(w, " (idle)")
-		}
+		fmt.Fprintf(w, "\nCPU note %d, pr_pid %d", c.Note, c.PID)
 		if c.Crashing {
 			fmt.Fprint(w, ", crashing")
 		}
