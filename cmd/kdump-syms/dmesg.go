@@ -71,11 +71,13 @@ func cmdDmesg(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(lost) > 0 {
+		// The rest of the log was printed: say what is missing, once.
 		n := uint64(0)
 		for _, g := range lost {
 			n += g.Count
 		}
-		return fmt.Errorf("dmesg: %d gaps in the log (%d records known lost); the first: %w", len(lost), n, lost[0])
+		fmt.Fprintf(stderr, "kdump-syms: dmesg: %d gaps in the log (%d records known lost); the first: %v\n", len(lost), n, lost[0])
+		return exitCode(exitUnresolved)
 	}
 	return nil
 }
