@@ -9,6 +9,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/printk"
+	"github.com/kdumpsyms/kdumpsyms/unwind"
 )
 
 // cmdPanic prints why the kernel crashed: the panic or oops report from the
@@ -79,6 +80,16 @@ type cpuDump struct {
 	PID       int32      `json:"pr_pid"` // kdump: the running task (0 idle); QEMU: a vCPU number
 	Crashing  bool       `json:"crashing,omitempty"`
 	Registers []register `json:"registers"`
+	// Unwinder names how Frames were found ("frame pointers"), or is
+	// empty with Stop saying why the stack was not unwound.
+	Unwinder string  `json:"unwinder,omitempty"`
+	Frames   []frame `json:"frames,omitempty"`
+	Stop     string  `json:"stop"`
+}
+
+type frame struct {
+	PC     string `json:"pc"`
+	Symbol string `json:"symbol,omitempty"`
 }
 
 type register struct {
@@ -151,9 +162,76 @@ func buildPanicReport(s *kdumpsyms.Session) *panicReport {
 			}
 			cd.Registers = append(cd.Registers, r)
 		}
+		unwindCPU(s, &cd, c.Regs, digits, minAddr)
 		rep.CPUs = append(rep.CPUs, cd)
 	}
 	return rep
+}
+
+// fpRegister is the frame pointer's index in PRSTATUS's registers, for the
+// architectures whose kernels keep frame pointers.
+var fpRegister = map[string]int{"arm64": 29, "i386": 5}
+
+// unwindCPU walks the CPU's stack where the kernel has frame pointers.
+func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int, minAddr uint64) {
+	d := s.Dump()
+	arch := d.Arch()
+	fpi, ok := fpRegister[arch.Name]
+	if arch.Name == "s390x" {
+		fpi, ok = 17, true // r15, the stack pointer: s390x walks its back chain
+	}
+	if !ok || fpi >= len(regs) || len(regs) == 0 {
+		cd.Stop = fmt.Sprintf("not unwound: %s kernels keep no frame pointers (x86_64 needs its ORC tables, which kdump-syms does not decode yet); the registers alone are above", orUnknown(arch.Name))
+		return
+	}
+	kmem, err := s.Kernel()
+	if err != nil {
+		cd.Stop = fmt.Sprintf("not unwound: %v", err)
+		return
+	}
+	opt := unwind.Options{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, KernelStart: minAddr, UserEnd: minAddr}
+	if in := d.Info(); in != nil {
+		if m, ok := in.Get("NUMBER(KERNELPACMASK)"); ok {
+			fmt.Sscanf(m, "0x%x", &opt.PACMask)
+		}
+	}
+	switch arch.Name {
+	case "arm64":
+		opt.StackSize = max(16<<10, uint64(d.PageSize())) // THREAD_SIZE
+	case "i386":
+		opt.StackSize = 8 << 10
+		// User space ends at PAGE_OFFSET, the 1 GiB boundary below the
+		// kernel's text (0xc0000000 with the default 3G/1G split).
+		if st, err := s.Chain().LookupName("_stext"); err == nil {
+			opt.UserEnd = st.Addr &^ (1<<30 - 1)
+		}
+	}
+	names := elfcore.RegisterNames(arch.ELFMachine())
+	pcName := map[string]string{"arm64": "pc", "i386": "eip", "s390x": "psw_addr"}[arch.Name]
+	var pc uint64
+	for i, n := range names {
+		if n == pcName && i < len(regs) {
+			pc = regs[i]
+		}
+	}
+	var frames []unwind.Frame
+	var stop unwind.Stop
+	if arch.Name == "s390x" {
+		opt.UserEnd = 0 // the kernel and user space have address spaces of their own
+		frames, stop = unwind.BackChainS390(kmem, pc, regs[fpi], opt)
+		cd.Unwinder = "back chain"
+	} else {
+		frames, stop = unwind.FramePointer(kmem, pc, regs[fpi], opt)
+		cd.Unwinder = "frame pointers"
+	}
+	for _, f := range frames {
+		fr := frame{PC: fmt.Sprintf("%0*x", digits, f.PC)}
+		if sym, err := s.Chain().Lookup(f.PC); err == nil {
+			fr.Symbol = sym.Format(f.PC)
+		}
+		cd.Frames = append(cd.Frames, fr)
+	}
+	cd.Stop = stop.String()
 }
 
 func splitLines(s string) func(func(string) bool) {
@@ -210,5 +288,18 @@ func (rep *panicReport) writeText(w *bufio.Writer) {
 			}
 			fmt.Fprintln(w)
 		}
+		if c.Unwinder == "" {
+			fmt.Fprintf(w, "  %s\n", c.Stop)
+			continue
+		}
+		fmt.Fprintf(w, "  call trace (%s):\n", c.Unwinder)
+		for _, f := range c.Frames {
+			if f.Symbol != "" {
+				fmt.Fprintf(w, "   %s\n", f.Symbol)
+			} else {
+				fmt.Fprintf(w, "   0x%s\n", f.PC)
+			}
+		}
+		fmt.Fprintf(w, "  stopped: %s\n", c.Stop)
 	}
 }

@@ -60,6 +60,27 @@ func TestPanicCorpus(t *testing.T) {
 						assert.NotEmpty(t, r.Symbol, "the crashing CPU's %s %s", r.Name, r.Value)
 					}
 				}
+				// The crashing CPU's stack lists, in order, the functions of
+				// the call trace the console printed from panic on (less
+				// the "?" guesses of x86's stack scan).
+				want := consoleTrace(text)
+				require.NotEmpty(t, want, "no call trace after panic on the console")
+				if c.Unwinder == "" {
+					t.Logf("%s: %s", g.Name, c.Stop)
+				} else {
+					var got []string
+					for _, f := range c.Frames {
+						name, _, _ := strings.Cut(f.Symbol, "+")
+						got = append(got, name)
+					}
+					j := 0
+					for _, fn := range got {
+						if j < len(want) && fn == want[j] {
+							j++
+						}
+					}
+					assert.Equal(t, len(want), j, "unwound %v; the console's trace from panic: %v (stopped: %s)", got, want, c.Stop)
+				}
 				// The report ends the log, with the panic line in it.
 				require.NotEmpty(t, rep.Report)
 				assert.Contains(t, strings.Join(rep.Report, "\n"), wantMsg[1])
@@ -72,3 +93,29 @@ func TestPanicCorpus(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\]  (\? )?(?:\[<[0-9a-f]+>\] )?([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
+
+// consoleTrace returns the functions of the console's call trace from
+// panic on, skipping the entries x86 marks "?" (found by scanning the stack,
+// not by unwinding).
+func consoleTrace(console string) []string {
+	var out []string
+	started := false
+	for _, line := range strings.Split(console, "\n") {
+		m := traceLine.FindStringSubmatch(line)
+		if m == nil {
+			if started {
+				break
+			}
+			continue
+		}
+		if m[2] == "panic" {
+			started = true
+		}
+		if started && m[1] == "" {
+			out = append(out, m[2])
+		}
+	}
+	return out
+}
