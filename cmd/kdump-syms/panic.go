@@ -176,12 +176,16 @@ var fpRegister = map[string]int{"arm64": 29, "i386": 5}
 func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int, minAddr uint64) {
 	d := s.Dump()
 	arch := d.Arch()
+	if arch.Name == "x86_64" {
+		unwindORC(s, cd, regs, minAddr)
+		return
+	}
 	fpi, ok := fpRegister[arch.Name]
 	if arch.Name == "s390x" {
 		fpi, ok = 17, true // r15, the stack pointer: s390x walks its back chain
 	}
 	if !ok || fpi >= len(regs) || len(regs) == 0 {
-		cd.Stop = fmt.Sprintf("not unwound: %s kernels keep no frame pointers (x86_64 needs its ORC tables, which kdump-syms does not decode yet); the registers alone are above", orUnknown(arch.Name))
+		cd.Stop = fmt.Sprintf("not unwound: no unwinder for %s kernels; the registers alone are above", orUnknown(arch.Name))
 		return
 	}
 	kmem, err := s.Kernel()
@@ -224,6 +228,11 @@ func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int, min
 		frames, stop = unwind.FramePointer(kmem, pc, regs[fpi], opt)
 		cd.Unwinder = "frame pointers"
 	}
+	cd.Stop = stop.String()
+	symbolizeFrames(s, cd, frames, digits)
+}
+
+func symbolizeFrames(s *kdumpsyms.Session, cd *cpuDump, frames []unwind.Frame, digits int) {
 	for _, f := range frames {
 		fr := frame{PC: fmt.Sprintf("%0*x", digits, f.PC)}
 		if sym, err := s.Chain().Lookup(f.PC); err == nil {
@@ -231,7 +240,37 @@ func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int, min
 		}
 		cd.Frames = append(cd.Frames, fr)
 	}
+}
+
+// unwindORC walks an x86_64 CPU's stack with vmlinux's ORC tables, found
+// by their symbols (kallsyms has them with CONFIG_KALLSYMS_ALL).
+func unwindORC(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, minAddr uint64) {
+	var t unwind.ORCTables
+	for _, v := range []struct {
+		name string
+		addr *uint64
+	}{{"__start_orc_unwind_ip", &t.IPStart}, {"__stop_orc_unwind_ip", &t.IPStop}, {"__start_orc_unwind", &t.Entries}} {
+		sym, err := s.Chain().LookupName(v.name)
+		if err != nil {
+			cd.Stop = fmt.Sprintf("not unwound: the ORC tables are not found (%v); the registers alone are above", err)
+			return
+		}
+		*v.addr = sym.Addr
+	}
+	if in := s.Dump().Info(); in != nil {
+		var maj, min int
+		fmt.Sscanf(in.OSRelease(), "%d.%d", &maj, &min)
+		t.Format = unwind.ORCFormatFor(maj, min)
+	}
+	kmem, err := s.Kernel()
+	if err != nil {
+		cd.Stop = fmt.Sprintf("not unwound: %v", err)
+		return
+	}
+	frames, stop := unwind.ORC(kmem, regs, t, unwind.Options{KernelStart: minAddr})
+	cd.Unwinder = "ORC"
 	cd.Stop = stop.String()
+	symbolizeFrames(s, cd, frames, 16)
 }
 
 func splitLines(s string) func(func(string) bool) {
