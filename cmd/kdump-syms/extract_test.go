@@ -68,8 +68,8 @@ func TestExtractCLI(t *testing.T) {
 	}
 }
 
-// TestExtractCorpus: "kdump-syms all", and dmesg, print the same on an
-// extract as on its input.
+// TestExtractCorpus: "kdump-syms all", dmesg and panic print the same on
+// an extract as on its input.
 func TestExtractCorpus(t *testing.T) {
 	for g, dump := range corpusDumps(t) {
 		t.Run(g.Name, func(t *testing.T) {
@@ -86,6 +86,10 @@ func TestExtractCorpus(t *testing.T) {
 			code2, got, _ = runCLI("dmesg", out)
 			assert.Equal(t, code1, code2)
 			assert.Equal(t, want, got, "dmesg differs on the extract")
+			code1, want, _ = runCLI("panic", dump)
+			code2, got, _ = runCLI("panic", out)
+			assert.Equal(t, code1, code2)
+			assert.Equal(t, want, got, "panic differs on the extract")
 		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/printk"
-	"github.com/kdumpsyms/kdumpsyms/unwind"
 )
 
 // cmdPanic prints why the kernel crashed: the panic or oops report from the
@@ -162,115 +161,29 @@ func buildPanicReport(s *kdumpsyms.Session) *panicReport {
 			}
 			cd.Registers = append(cd.Registers, r)
 		}
-		unwindCPU(s, &cd, c.Regs, digits, minAddr)
+		unwindCPU(s, &cd, c.Regs, digits)
 		rep.CPUs = append(rep.CPUs, cd)
 	}
 	return rep
 }
 
-// fpRegister is the frame pointer's index in PRSTATUS's registers, for the
-// architectures whose kernels keep frame pointers.
-var fpRegister = map[string]int{"arm64": 29, "i386": 5}
-
-// unwindCPU walks the CPU's stack where the kernel has frame pointers.
-func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int, minAddr uint64) {
-	d := s.Dump()
-	arch := d.Arch()
-	if arch.Name == "x86_64" {
-		unwindORC(s, cd, regs, minAddr)
+// unwindCPU walks the CPU's stack (Session.Unwind) and symbolizes its
+// frames.
+func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int) {
+	st := s.Unwind(regs)
+	cd.Unwinder = st.Unwinder
+	if st.Unwinder == "" {
+		cd.Stop = fmt.Sprintf("not unwound: %v; the registers alone are above", st.Stop.Err)
 		return
 	}
-	fpi, ok := fpRegister[arch.Name]
-	if arch.Name == "s390x" {
-		fpi, ok = 17, true // r15, the stack pointer: s390x walks its back chain
-	}
-	if !ok || fpi >= len(regs) || len(regs) == 0 {
-		cd.Stop = fmt.Sprintf("not unwound: no unwinder for %s kernels; the registers alone are above", orUnknown(arch.Name))
-		return
-	}
-	kmem, err := s.Kernel()
-	if err != nil {
-		cd.Stop = fmt.Sprintf("not unwound: %v", err)
-		return
-	}
-	opt := unwind.Options{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, KernelStart: minAddr, UserEnd: minAddr}
-	if in := d.Info(); in != nil {
-		if m, ok := in.Get("NUMBER(KERNELPACMASK)"); ok {
-			fmt.Sscanf(m, "0x%x", &opt.PACMask)
-		}
-	}
-	switch arch.Name {
-	case "arm64":
-		opt.StackSize = max(16<<10, uint64(d.PageSize())) // THREAD_SIZE
-	case "i386":
-		opt.StackSize = 8 << 10
-		// User space ends at PAGE_OFFSET, the 1 GiB boundary below the
-		// kernel's text (0xc0000000 with the default 3G/1G split).
-		if st, err := s.Chain().LookupName("_stext"); err == nil {
-			opt.UserEnd = st.Addr &^ (1<<30 - 1)
-		}
-	}
-	names := elfcore.RegisterNames(arch.ELFMachine())
-	pcName := map[string]string{"arm64": "pc", "i386": "eip", "s390x": "psw_addr"}[arch.Name]
-	var pc uint64
-	for i, n := range names {
-		if n == pcName && i < len(regs) {
-			pc = regs[i]
-		}
-	}
-	var frames []unwind.Frame
-	var stop unwind.Stop
-	if arch.Name == "s390x" {
-		opt.UserEnd = 0 // the kernel and user space have address spaces of their own
-		frames, stop = unwind.BackChainS390(kmem, pc, regs[fpi], opt)
-		cd.Unwinder = "back chain"
-	} else {
-		frames, stop = unwind.FramePointer(kmem, pc, regs[fpi], opt)
-		cd.Unwinder = "frame pointers"
-	}
-	cd.Stop = stop.String()
-	symbolizeFrames(s, cd, frames, digits)
-}
-
-func symbolizeFrames(s *kdumpsyms.Session, cd *cpuDump, frames []unwind.Frame, digits int) {
-	for _, f := range frames {
+	cd.Stop = st.Stop.String()
+	for _, f := range st.Frames {
 		fr := frame{PC: fmt.Sprintf("%0*x", digits, f.PC)}
 		if sym, err := s.Chain().Lookup(f.PC); err == nil {
 			fr.Symbol = sym.Format(f.PC)
 		}
 		cd.Frames = append(cd.Frames, fr)
 	}
-}
-
-// unwindORC walks an x86_64 CPU's stack with vmlinux's ORC tables, found
-// by their symbols (kallsyms has them with CONFIG_KALLSYMS_ALL).
-func unwindORC(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, minAddr uint64) {
-	var t unwind.ORCTables
-	for _, v := range []struct {
-		name string
-		addr *uint64
-	}{{"__start_orc_unwind_ip", &t.IPStart}, {"__stop_orc_unwind_ip", &t.IPStop}, {"__start_orc_unwind", &t.Entries}} {
-		sym, err := s.Chain().LookupName(v.name)
-		if err != nil {
-			cd.Stop = fmt.Sprintf("not unwound: the ORC tables are not found (%v); the registers alone are above", err)
-			return
-		}
-		*v.addr = sym.Addr
-	}
-	if in := s.Dump().Info(); in != nil {
-		var maj, min int
-		fmt.Sscanf(in.OSRelease(), "%d.%d", &maj, &min)
-		t.Format = unwind.ORCFormatFor(maj, min)
-	}
-	kmem, err := s.Kernel()
-	if err != nil {
-		cd.Stop = fmt.Sprintf("not unwound: %v", err)
-		return
-	}
-	frames, stop := unwind.ORC(kmem, regs, t, unwind.Options{KernelStart: minAddr})
-	cd.Unwinder = "ORC"
-	cd.Stop = stop.String()
-	symbolizeFrames(s, cd, frames, 16)
 }
 
 func splitLines(s string) func(func(string) bool) {
