@@ -44,3 +44,7 @@ func BenchmarkDmesg(b *testing.B) { benchCLI(b, "dmesg") }
 // BenchmarkInfoNoSymbols is a triage script's first call: release and
 // build ID, no symbols decoded. The target is 5 ms.
 func BenchmarkInfoNoSymbols(b *testing.B) { benchCLI(b, "info", "--format", "json", "--no-symbols") }
+
+// BenchmarkPanic: the report, every CPU's registers and unwound stack,
+// symbolized. The target is 60 ms.
+func BenchmarkPanic(b *testing.B) { benchCLI(b, "panic") }
