@@ -16,6 +16,8 @@ func cmdDmesg(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("dmesg", "dmesg [flags] VMCORE")
 	c.register(fs)
+	c.lazy = true // --symbolize looks up a few addresses: decode names on demand
+	fs.Lookup("lazy").DefValue = "true"
 	format := fs.String("format", "text", "output `format`: text (as dmesg prints it) or json (one record a line)")
 	symbolize := fs.Bool("symbolize", false, "append name+0xoff/0xsize [module] after each kernel address in the text")
 	pos, err := parseFlags(fs, args, stdout, stderr)

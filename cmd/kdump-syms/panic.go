@@ -18,6 +18,10 @@ func cmdPanic(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("panic", "panic [flags] VMCORE")
 	c.register(fs)
+	// A few dozen lookups: decoding names on demand beats expanding the
+	// whole table (--lazy=false expands it).
+	c.lazy = true
+	fs.Lookup("lazy").DefValue = "true"
 	format := fs.String("format", "text", "output `format`: text or json")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
