@@ -196,6 +196,25 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	}); err != nil {
 		return fail(err)
 	}
+	// The kernel log, so that dmesg reads from the extract what it reads
+	// from the original.
+	stage("printk", func() error {
+		l, err := sess.Log()
+		if err != nil {
+			return err
+		}
+		for range l.Entries() {
+		}
+		return nil
+	})
+	// Each CPU's stack (and, on x86_64, the ORC entries the walk looks up),
+	// so that panic unwinds on the extract as on the original.
+	stage("stacks", func() error {
+		for _, c := range d.CPUs() {
+			sess.Unwind(c.Regs)
+		}
+		return nil
+	})
 	// The page tables that map every module, BPF and trampoline symbol, so
 	// that the extract translates each symbol's address as the original
 	// does (vmlinux symbols are in the kernel-text map, which needs none).

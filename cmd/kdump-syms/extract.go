@@ -17,6 +17,8 @@ var consumerWhy = map[string]string{
 	"btf":         "the kernel's BTF (struct module layout)",
 	"modules":     "struct module, module symtabs/strtabs, module page tables",
 	"finders":     "other finders' All (BPF, ftrace, kprobes)",
+	"printk":      "the kernel log (descriptors, infos and text of the printk ring)",
+	"stacks":      "each CPU's stack frames and the unwind tables the walk reads",
 	"page tables": "page tables mapping every module, BPF and trampoline symbol",
 	"keep":        "--keep ranges",
 }

@@ -69,8 +69,8 @@ func TestExtractCLI(t *testing.T) {
 	}
 }
 
-// TestExtractCorpus: "kdump-syms all" prints the same on an extract as on
-// its input.
+// TestExtractCorpus: "kdump-syms all", dmesg and panic print the same on
+// an extract as on its input.
 func TestExtractCorpus(t *testing.T) {
 	for g, dump := range corpusDumps(t) {
 		t.Run(g.Name, func(t *testing.T) {
@@ -87,6 +87,14 @@ func TestExtractCorpus(t *testing.T) {
 			assert.Equal(t, code1, code2)
 			assert.Equal(t, strings.Count(want, "\n"), strings.Count(got, "\n"))
 			assert.True(t, want == got, "all differs on the extract")
+			code1, want, _ = runCLI("dmesg", dump)
+			code2, got, _ = runCLI("dmesg", out)
+			assert.Equal(t, code1, code2)
+			assert.Equal(t, want, got, "dmesg differs on the extract")
+			code1, want, _ = runCLI("panic", dump)
+			code2, got, _ = runCLI("panic", out)
+			assert.Equal(t, code1, code2)
+			assert.Equal(t, want, got, "panic differs on the extract")
 		})
 	}
 }

@@ -18,6 +18,8 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("info", "info [flags] VMCORE")
 	c.register(fs)
+	format := fs.String("format", "text", "output `format`: text or json")
+	noSymbols := fs.Bool("no-symbols", false, "print only what the dump and its VMCOREINFO say, decoding no symbols")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
@@ -25,11 +27,21 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 0 {
 		return usagef("info: no VMCORE given")
 	}
+	if *format != "text" && *format != "json" {
+		return usagef("info: unknown format %q (want text or json)", *format)
+	}
 	s, err := c.open(pos, stderr)
 	if err != nil {
 		return err
 	}
 	defer c.finish(s, stderr)
+	if *format == "json" {
+		r := dumpReport(s, append(pos, c.parts...))
+		if !*noSymbols {
+			symbolReport(s, r)
+		}
+		return writeInfoJSON(stdout, r)
+	}
 	w := bufio.NewWriter(stdout)
 	defer w.Flush()
 	kv := func(k string, format string, a ...any) {
@@ -64,6 +76,9 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 		c.rep.addFrom("vmcoreinfo", err)
 	}
 	kv("cpus", "%d", len(d.CPUs()))
+	if *noSymbols {
+		return nil
+	}
 	block := func(title, text string) {
 		fmt.Fprintf(w, "%s:\n", title)
 		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {

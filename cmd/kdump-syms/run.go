@@ -30,6 +30,9 @@ Usage:
   kdump-syms name    [flags] VMCORE NAME...    symbols by name (--glob, --regexp)
   kdump-syms info    [flags] VMCORE            what the dump is and how it was decoded
   kdump-syms modules [flags] VMCORE            the module list, like /proc/modules
+  kdump-syms dmesg   [flags] VMCORE            the kernel log, as dmesg prints it
+  kdump-syms vmcoreinfo [flags] VMCORE [KEY...] the VMCOREINFO note, or the values of KEYs
+  kdump-syms panic   [flags] VMCORE            the panic report, the crashing CPU, every CPU's registers
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
@@ -191,6 +194,12 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdModules(args, stdout, stderr)
 	case "extract":
 		return cmdExtract(args, stdout, stderr)
+	case "dmesg":
+		return cmdDmesg(args, stdout, stderr)
+	case "vmcoreinfo":
+		return cmdVMCOREINFO(args, stdout, stderr)
+	case "panic":
+		return cmdPanic(args, stdout, stderr)
 	}
 	if s := suggest(cmd); s != "" {
 		return usagef("unknown command %q; did you mean %q? (kdump-syms --help lists the commands)", cmd, s)

@@ -31,7 +31,7 @@ func TestUsage(t *testing.T) {
 	code, _, stderr = runCLI("frobnicate")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `unknown command "frobnicate"`)
-	for _, cmd := range []string{"all", "addr", "name", "info", "modules"} {
+	for _, cmd := range []string{"all", "addr", "name", "info", "modules", "dmesg", "vmcoreinfo"} {
 		code, stdout, _ = runCLI(cmd, "--help")
 		assert.Equal(t, exitOK, code, cmd)
 		assert.Contains(t, stdout, "Usage: kdump-syms "+cmd, cmd)

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var consolePanic = regexp.MustCompile(`\] (Kernel panic - not syncing: .*)`)
+var consoleCPU = regexp.MustCompile(`\] CPU: (\d+) (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
+
+// TestPanicCorpus: on every corpus dump that holds the log, panic names the
+// panic the console printed, the CPU and task the console named, finds the
+// crashing CPU's register note and symbolizes its program counter.
+func TestPanicCorpus(t *testing.T) {
+	ran := 0
+	for _, g := range testutil.Corpus(t) {
+		console, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
+		if err != nil {
+			continue
+		}
+		text := strings.ReplaceAll(string(console), "\r", "")
+		wantMsg := consolePanic.FindStringSubmatch(text)
+		wantCPU := consoleCPU.FindStringSubmatch(text)
+		require.NotNil(t, wantMsg, "no panic in %s's console log", g.Name)
+		require.NotNil(t, wantCPU)
+		for _, f := range g.AvailableDumps() {
+			paths, _ := g.DumpPaths(f)
+			t.Run(g.Name+"/"+string(f), func(t *testing.T) {
+				args := []string{"panic", "--format", "json", paths[0]}
+				for _, p := range paths[1:] {
+					args = append(args, "--part", p)
+				}
+				code, stdout, stderr := runCLI(args...)
+				if g.IsExtract(f) && code != exitOK {
+					t.Skipf("the committed extract lacks the kernel log: %s", strings.TrimSpace(stderr))
+				}
+				require.Equal(t, exitOK, code, stderr)
+				ran++
+				var rep panicReport
+				require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+				assert.True(t, rep.Panicked)
+				assert.Equal(t, wantMsg[1], rep.Message)
+				assert.Equal(t, wantCPU[1], itoa(rep.LogCPU))
+				assert.Equal(t, wantCPU[2], itoa(rep.PID))
+				assert.Equal(t, wantCPU[3], rep.Comm)
+				require.Equal(t, rep.LogCPU, rep.CrashingCPU, "notes are in CPU order")
+				c := rep.CPUs[rep.CrashingCPU]
+				assert.True(t, c.Crashing)
+				pcName := map[string]string{"arm64": "pc", "x86_64": "rip", "i386": "eip", "s390x": "psw_addr"}[g.ArchName()]
+				for _, r := range c.Registers {
+					if r.Name == pcName {
+						assert.NotEmpty(t, r.Symbol, "the crashing CPU's %s %s", r.Name, r.Value)
+					}
+				}
+				// The crashing CPU's stack lists, in order, the functions of
+				// the call trace the console printed from panic on (less
+				// the "?" guesses of x86's stack scan).
+				want := consoleTrace(text)
+				require.NotEmpty(t, want, "no call trace after panic on the console")
+				if c.Unwinder == "" {
+					t.Logf("%s: %s", g.Name, c.Stop)
+				} else {
+					var got []string
+					for _, f := range c.Frames {
+						name, _, _ := strings.Cut(f.Symbol, "+")
+						got = append(got, name)
+					}
+					j := 0
+					for _, fn := range got {
+						if j < len(want) && fn == want[j] {
+							j++
+						}
+					}
+					assert.Equal(t, len(want), j, "unwound %v; the console's trace from panic: %v (stopped: %s)", got, want, c.Stop)
+				}
+				// The report ends the log, with the panic line in it.
+				require.NotEmpty(t, rep.Report)
+				assert.Contains(t, strings.Join(rep.Report, "\n"), wantMsg[1])
+			})
+		}
+	}
+	if ran == 0 {
+		t.Skip("no corpus dump with a console log holds the kernel log")
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\]  (\? )?(?:\[<[0-9a-f]+>\] )?([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
+
+// consoleTrace returns the functions of the console's call trace from
+// panic on, skipping the entries x86 marks "?" (found by scanning the stack,
+// not by unwinding).
+func consoleTrace(console string) []string {
+	var out []string
+	started := false
+	for _, line := range strings.Split(console, "\n") {
+		m := traceLine.FindStringSubmatch(line)
+		if m == nil {
+			if started {
+				break
+			}
+			continue
+		}
+		if m[2] == "panic" {
+			started = true
+		}
+		if started && m[1] == "" {
+			out = append(out, m[2])
+		}
+	}
+	return out
+}

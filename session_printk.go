@@ -1,0 +1,28 @@
+package kdumpsyms
+
+import (
+	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/printk"
+)
+
+// Log opens the kernel log of the dump (see printk.Open). Only kernels
+// before 5.10 make it look up a symbol (log_first_seq, for sequence
+// numbers), and only then are the kernel's symbols decoded.
+//
+// Errors are those of printk.Open, or of translating kernel addresses.
+func (s *Session) Log() (*printk.Log, error) {
+	kmem, err := s.Kernel()
+	if err != nil {
+		return nil, fmt.Errorf("kdumpsyms: kernel log: %w", err)
+	}
+	arch := s.dump.Arch()
+	return printk.Open(kmem, s.dump.Info(), printk.Options{
+		ByteOrder: arch.ByteOrder,
+		PtrSize:   arch.PtrSize,
+		Symbol: func(name string) (uint64, bool) {
+			sym, err := s.chain.LookupName(name)
+			return sym.Addr, err == nil
+		},
+	})
+}

@@ -1,0 +1,28 @@
+// Package unwind walks a CPU's kernel stack from the registers a crash dump
+// saved, with no debug info.
+//
+// FramePointer follows frame records: where a kernel is built with frame
+// pointers (arm64 always; i386 with CONFIG_UNWINDER_FRAME_POINTER, the
+// 32-bit default), each function's prologue stores the caller's frame
+// pointer and its return address side by side, [fp] and [fp+word], and
+// points the frame pointer register (x29 on arm64, ebp on i386) at that
+// pair. The walk starts at the saved program counter and frame pointer and
+// stops at the kernel's final frame record (a zero frame pointer), at a
+// frame pointer that is misaligned, unreadable or goes backwards on its
+// stack, at a return address outside the kernel, or after MaxFrames.
+// Each stop says why.
+//
+// ORC walks x86_64 kernels built with the ORC unwinder (Debian's), which
+// keep no frame pointers, with vmlinux's own ORC tables from the dump
+// (orc.go): calls, pt_regs of interrupts and exceptions, iret frames, in
+// the three entry layouts of 4.14–6.2, 6.3 and 6.4 on. Module ORC tables
+// are not read: a module address ends the walk, said so. BackChainS390
+// walks s390x's back chain.
+//
+// # Security
+//
+// Built for untrusted input, and fuzzed: each walk reads a few words a
+// frame (ORC: a binary search of at most 2^24 entries), visits at most
+// MaxFrames frames, and requires the stack to grow within one stack, with
+// at most MaxStacks moves between stacks, so a loop of frames ends.
+package unwind

@@ -1,0 +1,140 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// Frame is one frame of a walk: the address the CPU was at (the first
+// frame) or will return to.
+type Frame struct {
+	PC uint64
+	FP uint64 // the frame pointer whose record gave PC; 0 for the first frame
+}
+
+// Options describe the kernel a walk reads.
+type Options struct {
+	ByteOrder binary.ByteOrder // default little-endian
+	PtrSize   int              // 4 or 8; default 8
+	// KernelStart is the lowest kernel text address: a return address
+	// below it ends the walk (user space, or garbage).
+	KernelStart uint64
+	// UserEnd is where user space ends (TASK_SIZE): a frame pointer below
+	// it is a user one saved at entry from user mode, and ends the kernel
+	// stack. 0: no such check.
+	UserEnd uint64
+	// PACMask is arm64's KERNELPACMASK (VMCOREINFO): the bits a pointer
+	// authentication code may take in a return address, set again to
+	// strip it. 0 elsewhere.
+	PACMask uint64
+	// StackSize is THREAD_SIZE, the size and alignment of a kernel stack:
+	// frame pointers must grow within one such region, and may move to
+	// another region (an interrupt stack returning to the task's) at most
+	// MaxStacks times. Default 16 KiB (arm64 and x86 with 4 KiB pages).
+	StackSize uint64
+	MaxFrames int // default 128
+	MaxStacks int // default 4
+}
+
+// Stop says why a walk ended.
+type Stop struct {
+	// Final is true where the kernel's stack ends: its final frame record
+	// (a zero frame pointer), or a frame pointer into user space (an entry
+	// from user mode that saved none). Why says which.
+	Final bool
+	Why   string
+	Err   error // why else; nil when Final
+}
+
+func (s Stop) String() string {
+	if s.Final {
+		return "end of stack (" + s.Why + ")"
+	}
+	return s.Err.Error()
+}
+
+var final = Stop{Final: true, Why: "final frame record"}
+
+// ErrBadFrame means the frame chain leaves what a kernel stack can be: a
+// misaligned or shrinking frame pointer, a return address outside the
+// kernel, too many frames or stacks.
+var ErrBadFrame = errors.New("unwind: frame chain ends")
+
+// FramePointer walks frame records from pc and fp. It returns the frames,
+// the first being pc, and why the walk stopped; unreadable memory stops it
+// with the *memory.FaultError, corrupt frames with ErrBadFrame.
+func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop) {
+	if opt.ByteOrder == nil {
+		opt.ByteOrder = binary.LittleEndian
+	}
+	if opt.PtrSize == 0 {
+		opt.PtrSize = 8
+	}
+	if opt.StackSize == 0 {
+		opt.StackSize = 16 << 10
+	}
+	if opt.MaxFrames == 0 {
+		opt.MaxFrames = 128
+	}
+	if opt.MaxStacks == 0 {
+		opt.MaxStacks = 4
+	}
+	w := uint64(opt.PtrSize)
+	if w != 4 && w != 8 || opt.StackSize&(opt.StackSize-1) != 0 {
+		return nil, Stop{Err: fmt.Errorf("unwind: pointer size %d, stack size %d: %w", w, opt.StackSize, errors.ErrUnsupported)}
+	}
+	frames := []Frame{{PC: pc}}
+	stacks := 0
+	var rec [16]byte
+	for len(frames) < opt.MaxFrames {
+		if fp == 0 {
+			return frames, final
+		}
+		if fp < opt.UserEnd {
+			return frames, Stop{Final: true, Why: fmt.Sprintf("frame pointer %#x in user space", fp)}
+		}
+		if fp%w != 0 || fp > ^uint64(0)-2*w {
+			return frames, Stop{Err: fmt.Errorf("frame pointer %#x misaligned: %w", fp, ErrBadFrame)}
+		}
+		if err := memory.ReadFull(kmem, rec[:2*w], fp); err != nil {
+			return frames, Stop{Err: fmt.Errorf("frame record at %#x: %w", fp, err)}
+		}
+		next, ret := word(rec[:], opt), word(rec[w:], opt)
+		if ret == 0 && next == 0 {
+			return frames, final // the final record holds zeros
+		}
+		if opt.PACMask != 0 && ret&(1<<55) != 0 {
+			ret |= opt.PACMask
+		}
+		if ret < opt.KernelStart {
+			return frames, Stop{Err: fmt.Errorf("return address %#x at %#x is not in the kernel: %w", ret, fp+w, ErrBadFrame)}
+		}
+		frames = append(frames, Frame{PC: ret, FP: fp})
+		if next != 0 {
+			same := next&^(opt.StackSize-1) == fp&^(opt.StackSize-1)
+			switch {
+			case same && next <= fp:
+				return frames, Stop{Err: fmt.Errorf("frame pointer %#x after %#x goes back down its stack: %w", next, fp, ErrBadFrame)}
+			case !same:
+				stacks++
+				if stacks > opt.MaxStacks {
+					return frames, Stop{Err: fmt.Errorf("frame pointer %#x: more than %d stack changes: %w", next, opt.MaxStacks, ErrBadFrame)}
+				}
+			}
+		}
+		fp = next
+	}
+	return frames, Stop{Err: fmt.Errorf("more than %d frames: %w", opt.MaxFrames, ErrBadFrame)}
+}
+
+func word(b []byte, opt Options) uint64 {
+	if opt.PtrSize == 4 {
+		return uint64(opt.ByteOrder.Uint32(b))
+	}
+	return opt.ByteOrder.Uint64(b)
+}
+
+var beOrder = binary.BigEndian

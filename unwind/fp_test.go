@@ -1,0 +1,172 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	stack  = 0xffff800008010000 // a 16 KiB stack
+	text   = 0xffffc00008000000
+	irqStk = 0xffff800008100000
+)
+
+// chain writes frame records at fps, each linking to the next and holding
+// the return address rets[i].
+func chain(m *testutil.SparseMemory, fps, rets []uint64) {
+	for i, fp := range fps {
+		next := uint64(0)
+		if i+1 < len(fps) {
+			next = fps[i+1]
+		}
+		m.PutU64(fp, next)
+		m.PutU64(fp+8, rets[i])
+	}
+}
+
+func pcs(fr []Frame) []uint64 {
+	var out []uint64
+	for _, f := range fr {
+		out = append(out, f.PC)
+	}
+	return out
+}
+
+func TestFramePointer(t *testing.T) {
+	opt := Options{KernelStart: text}
+	t.Run("to the final record", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		fps := []uint64{stack + 0x100, stack + 0x180, stack + 0x200, stack + 0x3f00}
+		chain(m, fps, []uint64{text + 0x10, text + 0x20, text + 0x30, text + 0x40})
+		m.PutU64(stack+0x3f00, 0) // final: fp 0, lr 0
+		m.PutU64(stack+0x3f08, 0)
+		fr, stop := FramePointer(m, text+4, fps[0], opt)
+		assert.True(t, stop.Final, stop.String())
+		assert.Equal(t, []uint64{text + 4, text + 0x10, text + 0x20, text + 0x30}, pcs(fr))
+	})
+	t.Run("from an irq stack to the task's", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		fps := []uint64{irqStk + 0x10, irqStk + 0x40, stack + 0x100}
+		chain(m, fps, []uint64{text + 0x10, text + 0x20, text + 0x30})
+		fr, stop := FramePointer(m, text+4, fps[0], opt)
+		assert.True(t, stop.Final)
+		assert.Len(t, fr, 4)
+	})
+	t.Run("loop", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		m.PutU64(stack+0x100, stack+0x100)
+		m.PutU64(stack+0x108, text+0x10)
+		fr, stop := FramePointer(m, text+4, stack+0x100, opt)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Len(t, fr, 2)
+	})
+	t.Run("ping-pong between stacks", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		chain(m, []uint64{stack + 0x100, irqStk + 0x100}, []uint64{text + 0x10, text + 0x20})
+		m.PutU64(irqStk+0x100, stack+0x100) // back to the first: a loop across stacks
+		fr, stop := FramePointer(m, text+4, stack+0x100, opt)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.LessOrEqual(t, len(fr), 2+opt.MaxStacks+5)
+	})
+	t.Run("user return address", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		chain(m, []uint64{stack + 0x100, stack + 0x200}, []uint64{text + 0x10, 0x400000})
+		fr, stop := FramePointer(m, text+4, stack+0x100, opt)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Len(t, fr, 2)
+	})
+	t.Run("unsaved page", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		chain(m, []uint64{stack + 0x100}, []uint64{text + 0x10})
+		m.PutU64(stack+0x100, stack+0x2000)
+		fr, stop := FramePointer(m, text+4, stack+0x100, opt)
+		assert.ErrorIs(t, stop.Err, memory.ErrNotSaved)
+		assert.Len(t, fr, 2)
+	})
+	t.Run("user frame pointer", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		chain(m, []uint64{stack + 0x100}, []uint64{text + 0x10})
+		m.PutU64(stack+0x100, 0xbfc568c0)
+		fr, stop := FramePointer(m, text+4, stack+0x100, Options{KernelStart: text, UserEnd: 1 << 63})
+		assert.True(t, stop.Final)
+		assert.Contains(t, stop.String(), "user space")
+		assert.Len(t, fr, 2)
+	})
+	t.Run("misaligned", func(t *testing.T) {
+		fr, stop := FramePointer(testutil.NewSparseMemory(), text+4, stack+3, opt)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Len(t, fr, 1)
+	})
+	t.Run("pac", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		chain(m, []uint64{stack + 0x100}, []uint64{(text + 0x10) &^ 0xff7f000000000000})
+		fr, _ := FramePointer(m, text+4, stack+0x100, Options{KernelStart: text, PACMask: 0xff7f000000000000})
+		require.Len(t, fr, 2)
+		assert.Equal(t, uint64(text+0x10), fr[1].PC)
+	})
+	t.Run("32-bit big-endian", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		put := func(a uint64, v uint32) {
+			var b [4]byte
+			binary.BigEndian.PutUint32(b[:], v)
+			m.Write(a, b[:])
+		}
+		put(0xc1000100, 0xc1000140)
+		put(0xc1000104, 0xc8000010)
+		put(0xc1000140, 0)
+		put(0xc1000144, 0xc8000020)
+		fr, stop := FramePointer(m, 0xc8000004, 0xc1000100, Options{ByteOrder: binary.BigEndian, PtrSize: 4, KernelStart: 0xc0000000, StackSize: 8 << 10})
+		assert.True(t, stop.Final)
+		assert.Equal(t, []uint64{0xc8000004, 0xc8000010, 0xc8000020}, pcs(fr))
+	})
+	t.Run("bad options", func(t *testing.T) {
+		_, stop := FramePointer(testutil.NewSparseMemory(), 0, 0, Options{PtrSize: 2})
+		assert.True(t, errors.Is(stop.Err, errors.ErrUnsupported))
+	})
+}
+
+func TestBackChainS390(t *testing.T) {
+	m := testutil.NewSparseMemory()
+	be := func(a, v uint64) {
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], v)
+		m.Write(a, b[:])
+	}
+	const sp0, kt = 0x37ffe700100, 0x3fffe800000
+	// Three frames, then a zero back chain over the pt_regs of a system
+	// call from user space.
+	be(sp0+152, sp0+0x100)
+	be(sp0+0x100+136, kt+0x10)
+	be(sp0+0x100+152, sp0+0x200)
+	be(sp0+0x200+136, kt+0x20)
+	be(sp0+0x200+152, 0)
+	be(sp0+0x200+160+8, 0x0705000180000000) // PSW mask with the problem-state bit
+	fr, stop := BackChainS390(m, kt+4, sp0, Options{})
+	assert.True(t, stop.Final, stop.String())
+	assert.Contains(t, stop.String(), "user space")
+	assert.Equal(t, []uint64{kt + 4, kt + 0x10, kt + 0x20}, pcs(fr))
+
+	// An interrupt's pt_regs: the walk goes on at its PSW and r15.
+	be(sp0+0x200+160+8, 0x0404000180000000)
+	be(sp0+0x200+160+16, kt+0x30)
+	be(sp0+0x200+160+24+15*8, sp0+0x300)
+	be(sp0+0x300+152, 0)
+	be(sp0+0x300+160+8, 0x0705000180000000)
+	fr, stop = BackChainS390(m, kt+4, sp0, Options{})
+	assert.True(t, stop.Final, stop.String())
+	assert.Equal(t, []uint64{kt + 4, kt + 0x10, kt + 0x20, kt + 0x30}, pcs(fr))
+
+	// A loop.
+	be(sp0+0x100+152, sp0)
+	_, stop = BackChainS390(m, kt+4, sp0, Options{})
+	assert.ErrorIs(t, stop.Err, ErrBadFrame)
+	// An unsaved frame.
+	_, stop = BackChainS390(m, kt+4, 0x37ffe800000, Options{})
+	assert.ErrorIs(t, stop.Err, memory.ErrNotSaved)
+}

@@ -1,0 +1,90 @@
+package unwind
+
+import (
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// FuzzFramePointer edits a well-formed stack of frame records: both walks
+// end, within MaxFrames, with a reason, whatever the stack holds.
+func FuzzFramePointer(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 0, 0x10, 8, 0x00, 0x01, 0x01, 0x08, 0x00, 0x80, 0xff, 0xff}) // a loop
+	base := make([]byte, 16<<10)
+	m := testutil.NewSparseMemory()
+	for i := range 20 {
+		fp := stack + uint64(i)*0x100
+		m.PutU64(fp, fp+0x100)
+		m.PutU64(fp+8, text+uint64(i)*0x10)
+	}
+	m.PutU64(stack+19*0x100, 0)
+	for a := uint64(0); a < uint64(len(base)); a += 4096 {
+		if p := m.Pages[stack+a]; p != nil {
+			copy(base[a:], p)
+		}
+	}
+	f.Fuzz(func(t *testing.T, edits []byte) {
+		img := testutil.FuzzPatch(base, edits)
+		mem := testutil.NewSparseMemory()
+		mem.Write(stack, img)
+		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390} {
+			fr, stop := walk(mem, text, stack, Options{KernelStart: text, MaxFrames: 64})
+			if len(fr) > 64 || len(fr) == 0 {
+				t.Fatalf("%d frames", len(fr))
+			}
+			if !stop.Final && stop.Err == nil {
+				t.Fatal("stop without a reason")
+			}
+		}
+	})
+}
+
+// FuzzORC edits well-formed ORC tables and the stack they describe
+// (image: 4 KiB of ip table and entries, then 4 KiB of stack): the walk
+// ends within MaxFrames with a reason.
+func FuzzORC(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 0x00, 0x04, 4, 0xff, 0xff, 0xff, 0x7f}) // an ip slot
+	fns := []orcFn{
+		{addr: kText, kind: kindRegs, spReg: orcRegSP},
+		{addr: kText + 0x100, kind: kindCall, spReg: orcRegSP, spOff: 8},
+		{addr: kText + 0x200, kind: kindCall, spReg: orcRegSP, spOff: 16, bpReg: orcRegPrevSP, bpOff: -16},
+		{addr: kText + 0x300, kind: kindIret, spReg: orcRegSP, spOff: 0},
+		{addr: kText + 0x400, kind: kindUndefined},
+	}
+	m := testutil.NewSparseMemory()
+	tabs := orcWorld(m, fns, ORC64)
+	sp := kStack
+	for i := uint64(0); i < 512; i++ { // a stack of return addresses
+		m.PutU64(sp+8*i, kText+0x110+(i%3)*0x100)
+	}
+	base := make([]byte, 3*4096)
+	copy(base, m.Pages[orcIP])
+	copy(base[4096:], m.Pages[orcTab])
+	copy(base[8192:], m.Pages[kStack])
+	f.Fuzz(func(t *testing.T, edits []byte) {
+		img := testutil.FuzzPatch(base, edits)
+		mem := testutil.NewSparseMemory()
+		mem.Write(orcIP, img[:min(len(img), 4096)])
+		if len(img) > 4096 {
+			mem.Write(orcTab, img[4096:min(len(img), 8192)])
+		}
+		if len(img) > 8192 {
+			mem.Write(kStack, img[8192:])
+		}
+		for _, format := range []ORCFormat{ORCBefore63, ORC64} {
+			tabs.Format = format
+			cpu := make([]uint64, 27)
+			cpu[regIP], cpu[regSP] = kText+0x210, sp
+			fr, stop := ORC(mem, cpu, tabs, Options{KernelStart: kText, MaxFrames: 64})
+			if len(fr) > 64 || len(fr) == 0 {
+				t.Fatalf("%d frames", len(fr))
+			}
+			if !stop.Final && stop.Err == nil {
+				t.Fatal("stop without a reason")
+			}
+		}
+	})
+}

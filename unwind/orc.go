@@ -1,0 +1,342 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// x86_64's ORC unwinder (arch/x86/kernel/unwind_orc.c, orc_types.h): for
+// every code address, objtool records how to find the caller's stack
+// pointer (the CFA: sp_reg + sp_offset) and frame pointer, and what the
+// CFA points at: a return address (CALL), a struct pt_regs (REGS) or an
+// iret frame (REGS_PARTIAL). __start_orc_unwind_ip holds the sorted
+// addresses, each a 32-bit offset from its own slot; __start_orc_unwind the
+// 6-byte entries in the same order: s16 sp_offset, s16 bp_offset, then a
+// little-endian u16 of bit-fields whose layout changed twice:
+//
+//   - before 6.3: sp_reg:4, bp_reg:4, type:2 (CALL 0, REGS 1, REGS_PARTIAL
+//     2), end:1;
+//   - 6.3: sp_reg:4, bp_reg:4, type:2, signal:1, end:1;
+//   - 6.4 on: sp_reg:4, bp_reg:4, type:3 (UNDEFINED 0, END_OF_STACK 1,
+//     CALL 2, REGS 3, REGS_PARTIAL 4), signal:1.
+//
+// Only vmlinux's tables are read: addresses in modules end the walk.
+
+// ORCFormat is the orc_entry layout of a kernel.
+type ORCFormat int
+
+const (
+	ORCBefore63 ORCFormat = iota // 4.14 to 6.2
+	ORC63                        // 6.3: signal bit added
+	ORC64                        // 6.4 and later: 3-bit type, no end bit
+)
+
+// ORCFormatFor returns the layout of kernel major.minor.
+func ORCFormatFor(major, minor int) ORCFormat {
+	switch {
+	case major > 6 || major == 6 && minor >= 4:
+		return ORC64
+	case major == 6 && minor == 3:
+		return ORC63
+	}
+	return ORCBefore63
+}
+
+// ORCTables locates vmlinux's ORC tables: the addresses of
+// __start_orc_unwind_ip, __stop_orc_unwind_ip and __start_orc_unwind.
+type ORCTables struct {
+	IPStart, IPStop, Entries uint64
+	Format                   ORCFormat
+}
+
+// maxORCEntries bounds the tables: a 6.12 Debian vmlinux has about 450,000
+// entries; 2^24 leaves room for any real kernel.
+const maxORCEntries = 1 << 24
+
+const (
+	orcRegUndefined  = 0
+	orcRegPrevSP     = 1
+	orcRegDX         = 2
+	orcRegDI         = 3
+	orcRegBP         = 4
+	orcRegSP         = 5
+	orcRegR10        = 6
+	orcRegR13        = 7
+	orcRegBPIndirect = 8
+	orcRegSPIndirect = 9
+)
+
+type orcEntry struct {
+	spOff, bpOff   int16
+	spReg, bpReg   int
+	kind           int // normalized: kindCall, kindRegs, kindIret, kindEnd, kindUndefined
+	signal, endBit bool
+}
+
+const (
+	kindCall = iota
+	kindRegs
+	kindIret
+	kindEnd
+	kindUndefined
+)
+
+// pt_regs (and PRSTATUS's user_regs_struct) word indexes on x86_64.
+const (
+	regR13 = 2
+	regBP  = 4
+	regR10 = 7
+	regDX  = 12
+	regDI  = 14
+	regIP  = 16
+	regCS  = 17
+	regSP  = 19
+	nRegs  = 21 // through ss: a struct pt_regs
+)
+
+// ErrNoORC means the walk reached an address vmlinux's ORC tables do not
+// cover (a module, BPF code, or not code at all).
+var ErrNoORC = errors.New("unwind: no ORC entry")
+
+type orcWalker struct {
+	kmem memory.Reader
+	t    ORCTables
+	n    uint64
+}
+
+func (w *orcWalker) ipAt(i uint64) (uint64, error) {
+	a := w.t.IPStart + 4*i
+	v, err := memory.Uint32(w.kmem, binary.LittleEndian, a)
+	return a + uint64(int64(int32(v))), err
+}
+
+// find returns the entry covering ip: the last one whose address is <= ip.
+func (w *orcWalker) find(ip uint64) (orcEntry, error) {
+	lo, hi := uint64(0), w.n // the answer is in [lo, hi)
+	first, err := w.ipAt(0)
+	if err != nil {
+		return orcEntry{}, fmt.Errorf("orc_unwind_ip: %w", err)
+	}
+	if ip < first {
+		return orcEntry{}, fmt.Errorf("%#x: %w", ip, ErrNoORC)
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		a, err := w.ipAt(mid)
+		if err != nil {
+			return orcEntry{}, fmt.Errorf("orc_unwind_ip: %w", err)
+		}
+		if a <= ip {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if lo == w.n-1 {
+		// The last entry is the end of the text (a terminator): nothing
+		// past it is covered.
+		if last, _ := w.ipAt(lo); ip != last {
+			return orcEntry{}, fmt.Errorf("%#x past the last ORC address: %w", ip, ErrNoORC)
+		}
+	}
+	var b [6]byte
+	if err := memory.ReadFull(w.kmem, b[:], w.t.Entries+6*lo); err != nil {
+		return orcEntry{}, fmt.Errorf("orc_unwind entry %d: %w", lo, err)
+	}
+	bits := binary.LittleEndian.Uint16(b[4:])
+	e := orcEntry{
+		spOff: int16(binary.LittleEndian.Uint16(b[0:])),
+		bpOff: int16(binary.LittleEndian.Uint16(b[2:])),
+		spReg: int(bits & 15),
+		bpReg: int(bits >> 4 & 15),
+	}
+	switch w.t.Format {
+	case ORC64:
+		e.signal = bits>>11&1 != 0
+		switch bits >> 8 & 7 {
+		case 0:
+			e.kind = kindUndefined
+		case 1:
+			e.kind = kindEnd
+		case 2:
+			e.kind = kindCall
+		case 3:
+			e.kind = kindRegs
+		case 4:
+			e.kind = kindIret
+		default:
+			e.kind = kindUndefined
+		}
+	default:
+		e.kind = int(bits >> 8 & 3) // CALL 0, REGS 1, REGS_PARTIAL 2 match kindCall..kindIret
+		if e.kind == 3 {
+			e.kind = kindUndefined
+		}
+		if w.t.Format == ORC63 {
+			e.signal = bits>>10&1 != 0
+			e.endBit = bits>>11&1 != 0
+		} else {
+			e.endBit = bits>>10&1 != 0
+		}
+		if e.spReg == orcRegUndefined {
+			if e.endBit {
+				e.kind = kindEnd
+			} else {
+				e.kind = kindUndefined
+			}
+		}
+	}
+	return e, nil
+}
+
+// ORC walks x86_64 frames from the saved registers regs (PRSTATUS's
+// user_regs_struct: r15 … rip (16), cs, eflags, rsp (19), ss) with vmlinux's
+// ORC tables, as the kernel's unwind_next_frame does: through calls,
+// pt_regs of interrupts and exceptions, and iret frames, to the entry from
+// user space or the end-of-stack hint.
+func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, Stop) {
+	if opt.MaxFrames == 0 {
+		opt.MaxFrames = 128
+	}
+	if opt.StackSize == 0 {
+		opt.StackSize = 16 << 10
+	}
+	if opt.MaxStacks == 0 {
+		opt.MaxStacks = 4
+	}
+	if len(regs) < nRegs {
+		return nil, Stop{Err: fmt.Errorf("unwind: %d registers, want %d: %w", len(regs), nRegs, ErrBadFrame)}
+	}
+	if t.IPStop < t.IPStart || (t.IPStop-t.IPStart)%4 != 0 || (t.IPStop-t.IPStart)/4 == 0 || (t.IPStop-t.IPStart)/4 > maxORCEntries {
+		return nil, Stop{Err: fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x) is not a table of 1 to %d entries: %w", t.IPStart, t.IPStop, maxORCEntries, ErrBadFrame)}
+	}
+	w := &orcWalker{kmem: kmem, t: t, n: (t.IPStop - t.IPStart) / 4}
+	var full [nRegs]uint64 // the registers known in full: the first frame's, or a pt_regs'
+	copy(full[:], regs)
+	haveFull := true
+	ip, sp, bp := regs[regIP], regs[regSP], regs[regBP]
+	signal := true // ip is where the CPU was, not a return address
+	frames := []Frame{{PC: ip}}
+	stacks := 0
+	read := func(a uint64) (uint64, error) { return memory.Uint64(kmem, binary.LittleEndian, a) }
+	for len(frames) < opt.MaxFrames {
+		look := ip
+		if !signal {
+			look-- // a return address may be past the end of its call's function
+		}
+		e, err := w.find(look)
+		if err != nil {
+			return frames, Stop{Err: err}
+		}
+		switch e.kind {
+		case kindEnd:
+			return frames, Stop{Final: true, Why: "end-of-stack hint"}
+		case kindUndefined:
+			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x is undefined: %w", ip, ErrBadFrame)}
+		}
+		var cfa uint64
+		indirect := false
+		fromReg := func(i int) bool {
+			if !haveFull {
+				return false
+			}
+			cfa = full[i]
+			return true
+		}
+		switch e.spReg {
+		case orcRegSP:
+			cfa = sp + uint64(int64(e.spOff))
+		case orcRegBP:
+			cfa = bp + uint64(int64(e.spOff))
+		case orcRegSPIndirect:
+			cfa, indirect = sp, true
+		case orcRegBPIndirect:
+			cfa, indirect = bp+uint64(int64(e.spOff)), true
+		case orcRegR10, orcRegR13, orcRegDI, orcRegDX:
+			i := map[int]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX}[e.spReg]
+			if !fromReg(i) {
+				return frames, Stop{Err: fmt.Errorf("ORC entry for %#x needs a register not saved in this frame: %w", ip, ErrBadFrame)}
+			}
+			cfa += uint64(int64(e.spOff))
+		default:
+			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: sp_reg %d: %w", ip, e.spReg, ErrBadFrame)}
+		}
+		if indirect {
+			if cfa, err = read(cfa); err != nil {
+				return frames, Stop{Err: fmt.Errorf("indirect stack pointer: %w", err)}
+			}
+			if e.spReg == orcRegSPIndirect {
+				cfa += uint64(int64(e.spOff))
+			}
+		}
+		prevSP := sp
+		switch e.kind {
+		case kindCall:
+			ret, err := read(cfa - 8)
+			if err != nil {
+				return frames, Stop{Err: fmt.Errorf("return address at %#x: %w", cfa-8, err)}
+			}
+			ip, sp, signal, haveFull = ret, cfa, e.signal, false
+		case kindRegs:
+			var b [nRegs * 8]byte
+			if err := memory.ReadFull(kmem, b[:], cfa); err != nil {
+				return frames, Stop{Err: fmt.Errorf("pt_regs at %#x: %w", cfa, err)}
+			}
+			for i := range full {
+				full[i] = binary.LittleEndian.Uint64(b[8*i:])
+			}
+			haveFull, signal = true, true
+			if full[regCS]&3 == 3 {
+				return frames, Stop{Final: true, Why: "entry from user space"}
+			}
+			ip, sp = full[regIP], full[regSP]
+		case kindIret:
+			// cfa points at the iret frame: ip, cs, flags, sp, ss.
+			var b [40]byte
+			if err := memory.ReadFull(kmem, b[:], cfa); err != nil {
+				return frames, Stop{Err: fmt.Errorf("iret frame at %#x: %w", cfa, err)}
+			}
+			if binary.LittleEndian.Uint64(b[8:])&3 == 3 {
+				return frames, Stop{Final: true, Why: "entry from user space"}
+			}
+			ip, sp = binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[24:])
+			haveFull, signal = false, true
+		}
+		switch e.bpReg {
+		case orcRegUndefined:
+			if haveFull {
+				bp = full[regBP]
+			}
+		case orcRegPrevSP:
+			if bp, err = read(cfa + uint64(int64(e.bpOff))); err != nil {
+				return frames, Stop{Err: fmt.Errorf("saved rbp: %w", err)}
+			}
+		case orcRegBP:
+			if bp, err = read(bp + uint64(int64(e.bpOff))); err != nil {
+				return frames, Stop{Err: fmt.Errorf("saved rbp: %w", err)}
+			}
+		default:
+			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: bp_reg %d: %w", ip, e.bpReg, ErrBadFrame)}
+		}
+		if ip < opt.KernelStart {
+			return frames, Stop{Err: fmt.Errorf("return address %#x is not in the kernel: %w", ip, ErrBadFrame)}
+		}
+		frames = append(frames, Frame{PC: ip, FP: sp})
+		// The stack only grows toward the caller, except on a move from an
+		// interrupt or exception stack to the one it interrupted.
+		same := sp&^(opt.StackSize-1) == prevSP&^(opt.StackSize-1)
+		switch {
+		case same && sp <= prevSP && e.kind == kindCall:
+			return frames, Stop{Err: fmt.Errorf("stack pointer %#x after %#x goes back down its stack: %w", sp, prevSP, ErrBadFrame)}
+		case !same:
+			stacks++
+			if stacks > opt.MaxStacks {
+				return frames, Stop{Err: fmt.Errorf("stack pointer %#x: more than %d stack changes: %w", sp, opt.MaxStacks, ErrBadFrame)}
+			}
+		}
+	}
+	return frames, Stop{Err: fmt.Errorf("more than %d frames: %w", opt.MaxFrames, ErrBadFrame)}
+}

@@ -1,0 +1,141 @@
+package unwind
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/stretchr/testify/assert"
+)
+
+const (
+	kText  uint64 = 0xffffffff81000000
+	orcIP  uint64 = 0xffffffff82000000
+	orcTab uint64 = 0xffffffff82100000
+	kStack uint64 = 0xffffc90000010000 // a 16 KiB task stack
+)
+
+type orcFn struct {
+	addr         uint64
+	spReg, bpReg int
+	spOff, bpOff int16
+	kind         int // kindCall, kindRegs, kindIret, kindEnd, kindUndefined
+	signal       bool
+}
+
+// orcWorld writes ORC tables for fns (sorted by address) in format f.
+func orcWorld(m *testutil.SparseMemory, fns []orcFn, f ORCFormat) ORCTables {
+	for i, fn := range fns {
+		slot := orcIP + 4*uint64(i)
+		m.PutU32(slot, uint32(int32(int64(fn.addr-slot))))
+		bits := uint16(fn.spReg) | uint16(fn.bpReg)<<4
+		switch f {
+		case ORC64:
+			t := map[int]uint16{kindUndefined: 0, kindEnd: 1, kindCall: 2, kindRegs: 3, kindIret: 4}[fn.kind]
+			bits |= t << 8
+			if fn.signal {
+				bits |= 1 << 11
+			}
+		default:
+			if fn.kind == kindEnd {
+				bits = uint16(fn.bpReg)<<4 | 1<<10 // sp_reg undefined, end
+			} else {
+				bits |= uint16(fn.kind) << 8
+			}
+		}
+		var b [6]byte
+		binary.LittleEndian.PutUint16(b[0:], uint16(fn.spOff))
+		binary.LittleEndian.PutUint16(b[2:], uint16(fn.bpOff))
+		binary.LittleEndian.PutUint16(b[4:], bits)
+		m.Write(orcTab+6*uint64(i), b[:])
+	}
+	return ORCTables{IPStart: orcIP, IPStop: orcIP + 4*uint64(len(fns)), Entries: orcTab, Format: f}
+}
+
+func TestORC(t *testing.T) {
+	for _, f := range []ORCFormat{ORCBefore63, ORC64} {
+		m := testutil.NewSparseMemory()
+		fns := []orcFn{
+			{addr: kText + 0x000, kind: kindRegs, spReg: orcRegSP, spOff: 0, bpReg: orcRegUndefined}, // entry_SYSCALL_64: pt_regs at sp
+			{addr: kText + 0x100, kind: kindCall, spReg: orcRegSP, spOff: 8},                         // do_syscall_64, no frame: CFA = sp+8
+			{addr: kText + 0x200, kind: kindCall, spReg: orcRegBP, spOff: 16, bpReg: orcRegPrevSP, bpOff: -16},
+			{addr: kText + 0x300, kind: kindCall, spReg: orcRegSP, spOff: 24, bpReg: orcRegPrevSP, bpOff: -16},
+			{addr: kText + 0x400, kind: kindUndefined}, // terminator
+		}
+		tabs := orcWorld(m, fns, f)
+		// The stack, from the CPU's sp up: f3's frame (24 bytes: a saved
+		// rbp at CFA-16, the return address into f2 at CFA-8), then f2's
+		// (rbp-based: [rbp] saved rbp, [rbp+8] return into f1), then f1's
+		// return address into the syscall entry, then pt_regs from user.
+		sp := uint64(kStack + 0x3000)
+		m.PutU64(sp+8, kStack+0x3020)   // f3 saved rbp (CFA-16): f2 frame pointer
+		m.PutU64(sp+16, kText+0x210)    // return into f2
+		rbp2 := uint64(kStack + 0x3020) // f2's frame pointer
+		m.PutU64(rbp2, kStack+0x3900)   // f2's saved rbp
+		m.PutU64(rbp2+8, kText+0x110)   // return into f1 (CFA = rbp+16)
+		m.PutU64(rbp2+16, kText+0x010)  // f1: return into the entry code (CFA = sp+8)
+		regs := uint64(rbp2 + 24)
+		m.PutU64(regs+8*regCS, 0x33) // user cs
+		m.PutU64(regs+8*regIP, 0x401000)
+		cpu := make([]uint64, 27)
+		cpu[regIP], cpu[regSP], cpu[regBP] = kText+0x320, sp, rbp2
+		fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+		assert.True(t, stop.Final, "format %d: %s", f, stop)
+		assert.Contains(t, stop.String(), "user space")
+		assert.Equal(t, []uint64{kText + 0x320, kText + 0x210, kText + 0x110, kText + 0x010}, pcs(fr), "format %d", f)
+	}
+}
+
+func TestORCHostile(t *testing.T) {
+	m := testutil.NewSparseMemory()
+	fns := []orcFn{
+		{addr: kText, kind: kindCall, spReg: orcRegSP, spOff: 0}, // CFA = sp: the return address below sp, a loop
+		{addr: kText + 0x100, kind: kindCall, spReg: orcRegSP, spOff: 8},
+		{addr: kText + 0x200, kind: kindUndefined},
+	}
+	tabs := orcWorld(m, fns, ORC64)
+	cpu := make([]uint64, 27)
+	t.Run("loop", func(t *testing.T) {
+		sp := uint64(kStack + 0x100)
+		m.PutU64(sp-8, kText+0x10)
+		cpu[regIP], cpu[regSP] = kText+0x10, sp
+		fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.LessOrEqual(t, len(fr), 3)
+	})
+	t.Run("unsaved stack", func(t *testing.T) {
+		cpu[regIP], cpu[regSP] = kText+0x110, kStack+0x8000
+		_, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+		assert.ErrorIs(t, stop.Err, memory.ErrNotSaved)
+	})
+	t.Run("module address", func(t *testing.T) {
+		cpu[regIP] = 0xffffffffc0001000
+		fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+		assert.ErrorIs(t, stop.Err, ErrNoORC)
+		assert.Len(t, fr, 1)
+	})
+	t.Run("terminator", func(t *testing.T) {
+		cpu[regIP] = kText + 0x200
+		_, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+	})
+	t.Run("bad tables", func(t *testing.T) {
+		_, stop := ORC(m, cpu, ORCTables{IPStart: orcIP, IPStop: orcIP + 3}, Options{})
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		_, stop = ORC(m, cpu, ORCTables{IPStart: orcIP, IPStop: orcIP + 4<<26}, Options{})
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		_, stop = ORC(m, cpu[:5], tabs, Options{})
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+	})
+}
+
+func TestORCFormatFor(t *testing.T) {
+	assert.Equal(t, ORCBefore63, ORCFormatFor(5, 10))
+	assert.Equal(t, ORCBefore63, ORCFormatFor(6, 1))
+	assert.Equal(t, ORC63, ORCFormatFor(6, 3))
+	assert.Equal(t, ORC64, ORCFormatFor(6, 4))
+	assert.Equal(t, ORC64, ORCFormatFor(6, 12))
+	assert.Equal(t, ORC64, ORCFormatFor(7, 0))
+
+}
