@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
@@ -220,6 +221,11 @@ func (s *Session) moduleHead() (uint64, error) {
 			}
 			cfg.Ranges = append(cfg.Ranges, [2]uint64{lo, hi})
 		}
+		how := "the module areas on vmap_area_list"
+		if cfg.VmapAreaList == 0 {
+			s.pageTableScan(&cfg, syms)
+			how = "the mapped pages of the module ranges (page tables)"
+		}
 		t := s.stats.begin("module scan")
 		st.head, st.headInf, err = btflayout.FindModuleList(kmem, cfg)
 		s.stats.end(t)
@@ -227,7 +233,7 @@ func (s *Session) moduleHead() (uint64, error) {
 			st.headErr = fmt.Errorf("modules symbol unknown (kallsyms without CONFIG_KALLSYMS_ALL) and %w", err)
 			return
 		}
-		st.headHow = fmt.Sprintf("found at %#x by scanning the module areas on vmap_area_list", st.head)
+		st.headHow = "found by scanning " + how
 	})
 	return st.head, st.headErr
 }
@@ -255,4 +261,43 @@ func (s *Session) inferLayouts() (btflayout.Source, error) {
 	t := s.stats.begin("infer")
 	defer s.stats.end(t)
 	return btflayout.Infer(kmem, cfg)
+}
+
+// pageTableScan sets up the module scan through the page tables, for
+// kernels without vmap_area_list in VMCOREINFO (v6.9+): the mapped runs
+// of the module ranges, less the kernel's text and read-only data.
+func (s *Session) pageTableScan(cfg *btflayout.ModuleScanConfig, syms modsyms.Symbols) {
+	tr, err := s.dump.Translator()
+	if err != nil {
+		return
+	}
+	m, ok := tr.(vtop.Mapper)
+	if !ok {
+		return
+	}
+	kmem, _ := s.Kernel()
+	lr, _ := kmem.(*lockedReader)
+	cfg.Mapped = func(lo, hi uint64, yield func(start, end uint64) bool) error {
+		if lr != nil {
+			lr.mu.Lock()
+			defer lr.mu.Unlock()
+		}
+		return m.Mapped(lo, hi, yield)
+	}
+	cfg.DirectMap = tr.Layout().DirectMap
+	in := s.dump.Info()
+	if s.dump.Arch().Name == "x86_64" {
+		// The module region follows the kernel text map:
+		// [__START_KERNEL_map + KERNEL_IMAGE_SIZE, MODULES_END).
+		size, ok := in.Number("KERNEL_IMAGE_SIZE")
+		if !ok {
+			size = 1 << 30
+		}
+		cfg.Ranges = [][2]uint64{{0xffffffff80000000 + size, 0xffffffffff000000}}
+	}
+	if stext, ok := syms("_stext"); ok {
+		if init, ok := syms("_sinittext"); ok && init > stext {
+			cfg.Exclude = append(cfg.Exclude, [2]uint64{stext, init})
+		}
+	}
 }

@@ -32,6 +32,15 @@ type ModuleScanConfig struct {
 	// Ranges are the [lo, hi) address ranges modules may live in, most
 	// likely first.
 	Ranges [][2]uint64
+	// Mapped, when VmapAreaList is 0 (v6.9+ dropped the list), lists the
+	// mapped runs of a range from the page tables; Exclude are ranges not
+	// to scan (the kernel image, when it lies inside Ranges).
+	Mapped  func(lo, hi uint64, yield func(start, end uint64) bool) error
+	Exclude [][2]uint64
+	// DirectMap is the base of the linear map of physical memory, if it
+	// lies in Ranges (i386): the mapped run that starts there is all of
+	// RAM, not module memory, and is skipped.
+	DirectMap uint64
 }
 
 // Discovery bounds.
@@ -62,11 +71,17 @@ func FindModuleList(kmem memory.Reader, cfg ModuleScanConfig) (uint64, *Inferred
 	if p != 4 && p != 8 || cfg.ByteOrder == nil {
 		return 0, nil, fmt.Errorf("btflayout: module list scan: pointer size %d: %w", p, ErrNotFound)
 	}
-	if cfg.VmapAreaList == 0 {
-		return 0, nil, fmt.Errorf("btflayout: module list scan: VMCOREINFO has no vmap_area_list: %w", ErrNotFound)
-	}
 	x := &infer{kmem: kmem, bo: cfg.ByteOrder, p: p}
-	areas, err := x.vmapAreas(cfg)
+	var areas [][2]uint64
+	var err error
+	switch {
+	case cfg.VmapAreaList != 0:
+		areas, err = x.vmapAreas(cfg)
+	case cfg.Mapped != nil:
+		areas, err = mappedAreas(cfg)
+	default:
+		return 0, nil, fmt.Errorf("btflayout: module list scan: no vmap_area_list in VMCOREINFO and no page tables to list module memory: %w", ErrNotFound)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -233,4 +248,50 @@ func (x *infer) headFrom(start uint64) (uint64, error) {
 		return 0, inferErr("the list through %#x has %d nodes that are no module, not one", start, len(heads))
 	}
 	return heads[0], nil
+}
+
+// maxMappedRuns bounds the runs taken from the page tables.
+const maxMappedRuns = 1 << 16
+
+// mappedAreas lists the mapped runs of cfg.Ranges from the page tables,
+// less cfg.Exclude.
+func mappedAreas(cfg ModuleScanConfig) ([][2]uint64, error) {
+	var out [][2]uint64
+	for _, r := range cfg.Ranges {
+		err := cfg.Mapped(r[0], r[1], func(start, end uint64) bool {
+			if cfg.DirectMap != 0 && start == cfg.DirectMap {
+				return true
+			}
+			for _, piece := range cut([2]uint64{start, end}, cfg.Exclude) {
+				out = append(out, piece)
+			}
+			return len(out) < maxMappedRuns
+		})
+		if err != nil {
+			return nil, fmt.Errorf("btflayout: module list scan: page tables of [%#x, %#x): %w", r[0], r[1], err)
+		}
+	}
+	return out, nil
+}
+
+// cut removes the excluded ranges from a.
+func cut(a [2]uint64, excl [][2]uint64) [][2]uint64 {
+	parts := [][2]uint64{a}
+	for _, e := range excl {
+		var next [][2]uint64
+		for _, p := range parts {
+			if e[1] <= p[0] || e[0] >= p[1] {
+				next = append(next, p)
+				continue
+			}
+			if p[0] < e[0] {
+				next = append(next, [2]uint64{p[0], e[0]})
+			}
+			if e[1] < p[1] {
+				next = append(next, [2]uint64{e[1], p[1]})
+			}
+		}
+		parts = next
+	}
+	return parts
 }

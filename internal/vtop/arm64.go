@@ -146,6 +146,7 @@ func newARM64(cfg Config) (*translator, error) {
 	a.root = swapper - kvo
 	t.layout.Levels, t.layout.Root = a.levels, a.root
 	t.walk = func(va uint64) (uint64, error) { return a.walkFrom(a.root, va) }
+	t.pt = a.ptWalker
 	if _, err := readEntry(cfg.Phys, cfg.ByteOrder, 8, swapper, "pgd", a.root); err != nil {
 		return nil, fmt.Errorf("vtop: arm64: top-level page table: %w", err)
 	}

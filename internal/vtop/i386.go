@@ -125,6 +125,7 @@ func newI386(cfg Config) (*translator, error) {
 		t.layout.Levels = 3
 	}
 	t.walk = func(va uint64) (uint64, error) { return x.walkFrom(x.root, va) }
+	t.pt = x.ptWalker
 	return t, nil
 }
 

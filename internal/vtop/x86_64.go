@@ -159,6 +159,7 @@ func newX86_64(cfg Config) (*translator, error) {
 	x.root = rootVA - startKernelMap + pb
 	t.layout.Levels, t.layout.Root = x.levels, x.root
 	t.walk = func(va uint64) (uint64, error) { return x.walkFrom(x.root, va) }
+	t.pt = x.ptWalker
 	// The root must read: otherwise every walk would fail the same way.
 	if _, err := readEntry(cfg.Phys, cfg.ByteOrder, 8, rootVA, "pgd", x.root); err != nil {
 		return nil, fmt.Errorf("vtop: x86_64: top-level page table: %w", err)
