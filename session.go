@@ -285,7 +285,7 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 			s.modErr = fmt.Errorf("kdumpsyms: modules: %w", err)
 			return
 		}
-		opt := modsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, Head: head}
+		opt := modsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, Head: head, TypeInSize: s.typeInSize()}
 		t := s.stats.begin("modules")
 		s.mods, s.modErr = modsyms.Load(kmem, syms, opt)
 		s.stats.end(t)

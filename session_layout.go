@@ -3,6 +3,7 @@ package kdumpsyms
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
@@ -300,4 +301,15 @@ func (s *Session) pageTableScan(cfg *btflayout.ModuleScanConfig, syms modsyms.Sy
 			cfg.Exclude = append(cfg.Exclude, [2]uint64{stext, init})
 		}
 	}
+}
+
+// typeInSize reports a v5.0 or v5.1 kernel, which kept a module symbol's
+// type letter in st_size (see modsyms.Options.TypeInSize).
+func (s *Session) typeInSize() bool {
+	in := s.dump.Info()
+	if in == nil {
+		return false
+	}
+	rel := in.OSRelease()
+	return strings.HasPrefix(rel, "5.0.") || strings.HasPrefix(rel, "5.1.") || rel == "5.0" || rel == "5.1"
 }

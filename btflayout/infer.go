@@ -123,7 +123,9 @@ type infer struct {
 	p       uint64
 	gen     memGen
 	typetab bool
-	mods    []*evMod
+	// typeInSize: v5.0–v5.1 kept the type letter in st_size, not st_info.
+	typeInSize bool
+	mods       []*evMod
 }
 
 type memGen uint8
@@ -131,6 +133,7 @@ type memGen uint8
 const (
 	genMem    memGen = iota // v6.4+
 	genLayout               // v4.5–v6.3
+	genFields               // before v4.5: module_core, core_size, ...; symtab in struct module
 )
 
 // evMod is one module used as evidence.
@@ -192,14 +195,16 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 		return nil, fmt.Errorf("btflayout: inferring layouts: kernel release %q unknown: %w", cfg.Release, ErrNotFound)
 	}
 	v := maj*1000 + minor
-	x := &infer{kmem: kmem, bo: cfg.ByteOrder, p: uint64(cfg.PtrSize), typetab: v >= 5002}
+	x := &infer{kmem: kmem, bo: cfg.ByteOrder, p: uint64(cfg.PtrSize), typetab: v >= 5002, typeInSize: v >= 5000 && v < 5002}
 	switch {
 	case v >= 6004:
 		x.gen = genMem
 	case v >= 4005:
 		x.gen = genLayout
+	case v >= 2006:
+		x.gen = genFields
 	default:
-		return nil, fmt.Errorf("btflayout: inferring layouts: kernel %s: struct module before v4.5 keeps its symbols in itself, which inference does not handle (supply --btf or --layout): %w", cfg.Release, errors.ErrUnsupported)
+		return nil, fmt.Errorf("btflayout: inferring layouts: kernel %s: %w", cfg.Release, errors.ErrUnsupported)
 	}
 	nodes, err := x.walk(cfg.Head)
 	if err != nil {
@@ -229,30 +234,47 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 		Field{Name: "prev", Offset: p, Size: p, Kind: KindPointer, TypeName: "list_head"})
 	ev("list_head.next, .prev: %d modules linked both ways from the head at %#x", len(nodes), cfg.Head)
 
-	k, err := x.findKallsyms()
-	if err != nil {
-		return nil, err
-	}
-	mod = append(mod, Field{Name: "kallsyms", Offset: k, Size: p, Kind: KindPointer, TypeName: "mod_kallsyms"})
-	mk := []Field{
-		{Name: "symtab", Offset: 0, Size: p, Kind: KindPointer},
-		{Name: "num_symtab", Offset: p, Size: 4, Kind: KindInt},
-		{Name: "strtab", Offset: 2 * p, Size: p, Kind: KindPointer},
-	}
-	mkSize := 3 * p
-	if x.typetab {
-		mk = append(mk, Field{Name: "typetab", Offset: 3 * p, Size: p, Kind: KindPointer})
-		mkSize = 4 * p
-	}
-	in.structs["mod_kallsyms"] = NewStruct("mod_kallsyms", mkSize, mk...)
 	this := 0
-	for _, m := range x.mods {
-		if m.this {
-			this++
+	if x.gen == genFields {
+		off, err := x.findDirect()
+		if err != nil {
+			return nil, err
 		}
-	}
-	ev("module.state, .list, .name, .kallsyms = %d: in %d modules, a valid name and state, and kallsyms points at the next member, a mod_kallsyms whose symtab has the null symbol first, NUL-terminated names and type letters; __this_module at the struct itself in %d of them", k, len(x.mods), this)
+		mod = append(mod,
+			Field{Name: "symtab", Offset: off, Size: p, Kind: KindPointer},
+			Field{Name: "num_symtab", Offset: off + 2*p, Size: 4, Kind: KindInt},
+			Field{Name: "strtab", Offset: x.strtabOff(off), Size: p, Kind: KindPointer})
+		for _, m := range x.mods {
+			if m.this {
+				this++
+			}
+		}
+		ev("module.state, .list, .name, .symtab = %d, .num_symtab = %d, .strtab = %d: in %d modules, a valid name and state, symtab, num_symtab and strtab equal to core_symtab, core_num_syms and core_strtab after them, a symtab with the null symbol first, NUL-terminated names and type letters; __this_module at the struct itself in %d of them", off, off+2*p, x.strtabOff(off), len(x.mods), this)
+	} else {
+		k, err := x.findKallsyms()
+		if err != nil {
+			return nil, err
+		}
+		mod = append(mod, Field{Name: "kallsyms", Offset: k, Size: p, Kind: KindPointer, TypeName: "mod_kallsyms"})
+		mk := []Field{
+			{Name: "symtab", Offset: 0, Size: p, Kind: KindPointer},
+			{Name: "num_symtab", Offset: p, Size: 4, Kind: KindInt},
+			{Name: "strtab", Offset: 2 * p, Size: p, Kind: KindPointer},
+		}
+		mkSize := 3 * p
+		if x.typetab {
+			mk = append(mk, Field{Name: "typetab", Offset: 3 * p, Size: p, Kind: KindPointer})
+			mkSize = 4 * p
+		}
+		in.structs["mod_kallsyms"] = NewStruct("mod_kallsyms", mkSize, mk...)
+		for _, m := range x.mods {
+			if m.this {
+				this++
+			}
+		}
+		ev("module.state, .list, .name, .kallsyms = %d: in %d modules, a valid name and state, and kallsyms points at the next member, a mod_kallsyms whose symtab has the null symbol first, NUL-terminated names and type letters; __this_module at the struct itself in %d of them", k, len(x.mods), this)
 
+	}
 	switch x.gen {
 	case genMem:
 		off, stride, tree, err := x.findMem()
@@ -289,6 +311,21 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 			return nil, inferErr("no __this_module symbol and no mod_tree_node confirm where struct module starts")
 		}
 		ev("module.core_layout = %d, .init_layout = %d (%d bytes each): every named symbol in core, text symbols in its text, the struct in core, %s; init empty in every live module", core, init, size, how)
+	}
+
+	if x.gen == genFields {
+		off, err := x.findFields()
+		if err != nil {
+			return nil, err
+		}
+		mod = append(mod,
+			Field{Name: "module_init", Offset: off, Size: p, Kind: KindPointer},
+			Field{Name: "module_core", Offset: off + p, Size: p, Kind: KindPointer},
+			Field{Name: "init_size", Offset: off + 2*p, Size: 4, Kind: KindInt},
+			Field{Name: "core_size", Offset: off + 2*p + 4, Size: 4, Kind: KindInt},
+			Field{Name: "init_text_size", Offset: off + 2*p + 8, Size: 4, Kind: KindInt},
+			Field{Name: "core_text_size", Offset: off + 2*p + 12, Size: 4, Kind: KindInt})
+		ev("module.module_init = %d, .module_core = %d, sizes after them: every named symbol in core, text symbols in its text, the struct in core; init empty in every live module", off, off+p)
 	}
 
 	syms, found, err := x.findSyms()
@@ -454,10 +491,25 @@ func (x *infer) modKallsymsThis(m *evMod, kp uint64) ([]esym, bool, error) {
 		return nil, false, err
 	}
 	symtab, num, strtab := x.word(mk, 0), x.u32(mk, p), x.word(mk, 2*p)
-	if num == 0 || num > inferMaxSymbols || symtab == 0 || strtab == 0 {
-		return nil, false, inferErr("mod_kallsyms at %#x: symtab %#x, num_symtab %d, strtab %#x", kp, symtab, num, strtab)
+	var typetab uint64
+	if x.typetab {
+		typetab = x.word(mk, 3*p)
+	}
+	return x.symtabOf(m, symtab, num, strtab, typetab)
+}
+
+// symtabOf reads and checks a module's symbol table (num Elf_Syms at
+// symtab, names in strtab, type letters at typetab when the kernel has
+// one); it returns the named symbols and whether __this_module is one.
+func (x *infer) symtabOf(m *evMod, symtab, num, strtab, typetab uint64) ([]esym, bool, error) {
+	if num == 0 || num > inferMaxSymbols || symtab == 0 || strtab == 0 || x.typetab && typetab == 0 {
+		return nil, false, inferErr("symtab %#x, num_symtab %d, strtab %#x, typetab %#x", symtab, num, strtab, typetab)
 	}
 	es, nameOff, valueOff, shOff := x.esym()
+	infoOff, sizeOff := uint64(4), uint64(16)
+	if x.p == 4 {
+		infoOff, sizeOff = 12, 8
+	}
 	// The null symbol first, and the last entry readable, before the
 	// whole table is read: a wild pointer or a lying count costs little.
 	var probe [24]byte
@@ -476,7 +528,7 @@ func (x *infer) modKallsymsThis(m *evMod, kp uint64) ([]esym, bool, error) {
 	}
 	var types []byte
 	if x.typetab {
-		if types, err = readChunked(x.kmem, x.word(mk, 3*p), num); err != nil {
+		if types, err = readChunked(x.kmem, typetab, num); err != nil {
 			return nil, false, err
 		}
 	}
@@ -501,11 +553,16 @@ func (x *infer) modKallsymsThis(m *evMod, kp uint64) ([]esym, bool, error) {
 			return nil, false, inferErr("strtab at %#x: name of symbol %d has no NUL", strtab, i)
 		}
 		s := esym{name: string(name), value: x.word(e, valueOff), shndx: x.bo.Uint16(e[shOff:])}
-		if types != nil {
+		switch {
+		case types != nil:
 			s.kind = types[i]
-			if !isTypeLetter(s.kind) {
-				return nil, false, inferErr("typetab: symbol %d has type %#x", i, s.kind)
-			}
+		case x.typeInSize:
+			s.kind = byte(x.word(e, sizeOff))
+		default:
+			s.kind = e[infoOff] // the kernel put the letter there before v5.0
+		}
+		if !isTypeLetter(s.kind) {
+			return nil, false, inferErr("symtab at %#x: symbol %d has type %#x", symtab, i, s.kind)
 		}
 		if s.name == "__this_module" {
 			if s.value != m.base {
@@ -894,4 +951,117 @@ func inAny(rs []region, a uint64) bool {
 		}
 	}
 	return false
+}
+
+// strtabOff is the offset of module.strtab for symtab at off (before
+// v4.5): Elf_Sym *symtab, *core_symtab; unsigned int num_symtab,
+// core_num_syms; char *strtab, *core_strtab.
+func (x *infer) strtabOff(off uint64) uint64 {
+	return (off + 2*x.p + 8 + x.p - 1) &^ (x.p - 1)
+}
+
+// findDirect finds module.symtab (before v4.5): after init, symtab,
+// num_symtab and strtab equal core_symtab, core_num_syms and core_strtab,
+// which follow each of them, and lead to a valid symbol table.
+func (x *infer) findDirect() (uint64, error) {
+	p := x.p
+	var found []uint64
+	var syms [][]esym
+	var firstErr error
+	for off := 3*p + 64 - p; x.strtabOff(off)+2*p <= inferWindow; off += p {
+		ok := false
+		var got [][]esym
+		for _, m := range x.mods {
+			so := x.strtabOff(off)
+			if so+2*p > uint64(len(m.raw)) {
+				ok = false
+				break
+			}
+			symtab, num, strtab := x.word(m.raw, off), x.u32(m.raw, off+2*p), x.word(m.raw, so)
+			if m.live && (symtab != x.word(m.raw, off+p) || num != x.u32(m.raw, off+2*p+4) || strtab != x.word(m.raw, so+p)) || symtab == 0 {
+				ok = false
+				break
+			}
+			s, this, err := x.symtabOf(m, symtab, num, strtab, 0)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("offset %d of struct module at %#x: %w", off, m.base, err)
+				}
+				ok = false
+				break
+			}
+			m.this = this
+			got = append(got, s)
+			ok = true
+		}
+		if ok {
+			found = append(found, off)
+			syms = got
+		}
+	}
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("btflayout: inferring layouts: no offset of struct module holds a symbol table in all of %d modules (first failure: %v): %w", len(x.mods), firstErr, ErrNotFound)
+	case 1:
+	default:
+		return 0, inferErr("module.symtab is ambiguous: offsets %v all fit", found)
+	}
+	x.setSyms(syms)
+	return found[0], nil
+}
+
+func (x *infer) setSyms(syms [][]esym) {
+	for i, m := range x.mods {
+		m.syms = syms[i]
+		m.byValue = make(map[uint64][]int, len(m.syms))
+		for j, s := range m.syms {
+			m.byValue[s.value] = append(m.byValue[s.value], j)
+		}
+	}
+}
+
+// findFields finds module.module_init (before v4.5): void *module_init,
+// *module_core; unsigned int init_size, core_size, init_text_size,
+// core_text_size. The core holds every named symbol and the struct itself,
+// its text every text symbol; a live module's init is gone.
+func (x *infer) findFields() (uint64, error) {
+	p := x.p
+	var found []uint64
+	for o := 3*p + 64 - p; o+2*p+16 <= inferWindow; o += p {
+		ok := true
+		for _, m := range x.mods {
+			if o+2*p+16 > uint64(len(m.raw)) {
+				ok = false
+				break
+			}
+			core := region{x.word(m.raw, o+p), x.u32(m.raw, o+2*p+4)}
+			text := x.u32(m.raw, o+2*p+12)
+			if core.base == 0 || text == 0 || text > core.size || !core.has(m.base) {
+				ok = false
+				break
+			}
+			if m.live && (x.word(m.raw, o) != 0 || x.u32(m.raw, o+2*p) != 0) {
+				ok = false
+				break
+			}
+			if !symbolsFit(m, []region{{core.base, text}}, []region{core}) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			found = append(found, o)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("btflayout: inferring layouts: no offset of module.module_core fits all of %d modules: %w", len(x.mods), ErrNotFound)
+	case 1:
+	default:
+		return 0, inferErr("module.module_core is ambiguous: offsets %v all fit", found)
+	}
+	for _, m := range x.mods {
+		m.regions = []region{{x.word(m.raw, found[0]+p), x.u32(m.raw, found[0]+2*p+4)}}
+	}
+	return found[0], nil
 }

@@ -82,6 +82,11 @@ func (s synth) withDefaults() synth {
 		if s.kallsyms == 0 {
 			s.kallsyms = s.mem + 7*s.stride + 8*p
 		}
+	} else if s.gen == genFields {
+		s.core = 40 * p
+		if s.kallsyms == 0 {
+			s.kallsyms = 60 * p // here: module.symtab
+		}
 	} else {
 		s.layoutSize = (p + 16 + p - 1) &^ (p - 1)
 		if s.tree {
@@ -146,9 +151,11 @@ func (s synth) build(t testing.TB) *synthKernel {
 			if p == 8 {
 				s.put(m, e+8, sy.value, 8)
 				m.Write(e+6, []byte{1, 0})
+				m.Write(e+4, []byte{sy.typ}) // st_info: the letter before v5.0
 			} else {
 				s.put(m, e+4, sy.value, 4)
 				m.Write(e+14, []byte{1, 0})
+				m.Write(e+12, []byte{sy.typ})
 			}
 			m.Write(typetab+uint64(j), []byte{sy.typ})
 		}
@@ -162,13 +169,25 @@ func (s synth) build(t testing.TB) *synthKernel {
 		s.put(m, ksym+8, 0, 4)
 		s.ptr(m, base+s.syms, ksym)
 		s.put(m, base+s.syms+2*p, 1, 4)
-		// kallsyms → core_kallsyms right after it.
-		mk := base + s.kallsyms + p
-		s.ptr(m, base+s.kallsyms, mk)
-		s.ptr(m, mk, symtab)
-		s.put(m, mk+p, uint64(len(syms)), 4)
-		s.ptr(m, mk+2*p, strtab)
-		s.ptr(m, mk+3*p, typetab)
+		if s.gen == genFields {
+			// symtab, core_symtab; num_symtab, core_num_syms; strtab, core_strtab.
+			at := base + s.kallsyms
+			so := (s.kallsyms + 2*p + 8 + p - 1) &^ (p - 1)
+			s.ptr(m, at, symtab)
+			s.ptr(m, at+p, symtab)
+			s.put(m, at+2*p, uint64(len(syms)), 4)
+			s.put(m, at+2*p+4, uint64(len(syms)), 4)
+			s.ptr(m, base+so, strtab)
+			s.ptr(m, base+so+p, strtab)
+		} else {
+			// kallsyms → core_kallsyms right after it.
+			mk := base + s.kallsyms + p
+			s.ptr(m, base+s.kallsyms, mk)
+			s.ptr(m, mk, symtab)
+			s.put(m, mk+p, uint64(len(syms)), 4)
+			s.ptr(m, mk+2*p, strtab)
+			s.ptr(m, mk+3*p, typetab)
+		}
 		switch s.gen {
 		case genMem:
 			regs := [][2]uint64{{text, 4096}, {data, 8192}, {ro, 4096}}
@@ -180,6 +199,11 @@ func (s synth) build(t testing.TB) *synthKernel {
 					s.ptr(m, e+2*p, base)
 				}
 			}
+		case genFields:
+			e := base + s.core
+			s.ptr(m, e+p, text)
+			s.put(m, e+2*p+4, ro+4096-text, 4)
+			s.put(m, e+2*p+12, 4096, 4)
 		case genLayout:
 			// One core block: text, then rodata, then data (here three
 			// areas stand for one; the core is [text, data end)).
@@ -221,8 +245,11 @@ func (s synth) build(t testing.TB) *synthKernel {
 
 func (s synth) config(k *synthKernel) InferConfig {
 	rel := "6.12.0"
-	if s.gen == genLayout {
+	switch s.gen {
+	case genLayout:
 		rel = "6.1.0"
+	case genFields:
+		rel = "4.4.0"
 	}
 	return InferConfig{ByteOrder: s.bo, PtrSize: int(s.p), Release: rel, Head: k.head}
 }
@@ -235,6 +262,8 @@ var synthCases = []synth{
 	{bo: binary.BigEndian, p: 4, gen: genLayout, all: true, tree: false},
 	{bo: binary.BigEndian, p: 4, gen: genMem, all: false, tree: true},
 	{bo: binary.LittleEndian, p: 8, gen: genLayout, all: true, tree: true},
+	{bo: binary.LittleEndian, p: 8, gen: genFields, all: true},
+	{bo: binary.BigEndian, p: 4, gen: genFields, all: false},
 }
 
 func (s synth) String() string {
@@ -251,14 +280,26 @@ func TestInferSynthetic(t *testing.T) {
 			in, err := Infer(k.mem, c.config(k))
 			require.NoError(t, err)
 			c = c.withDefaults()
-			mod, err := in.Struct("module", "state", "list", "name", "kallsyms", "syms", "num_syms")
+			ptrField := "kallsyms"
+			if c.gen == genFields {
+				ptrField = "symtab"
+			}
+			mod, err := in.Struct("module", "state", "list", "name", ptrField, "syms", "num_syms")
 			require.NoError(t, err)
-			f, _ := mod.Field("kallsyms")
+			f, _ := mod.Field(ptrField)
 			assert.Equal(t, c.kallsyms, f.Offset)
 			f, _ = mod.Field("syms")
 			assert.Equal(t, c.syms, f.Offset)
 			f, _ = mod.Field("name")
 			assert.Equal(t, 3*c.p, f.Offset)
+			if c.gen == genFields {
+				f, ok := mod.Field("module_core")
+				require.True(t, ok)
+				assert.Equal(t, c.core+c.p, f.Offset)
+				f, _ = mod.Field("strtab")
+				assert.Equal(t, (c.kallsyms+2*c.p+8+c.p-1)&^(c.p-1), f.Offset)
+				return
+			}
 			if c.gen == genMem {
 				f, ok := mod.Field("mem")
 				require.True(t, ok)
