@@ -125,6 +125,7 @@ type infer struct {
 	typetab bool
 	// typeInSize: v5.0–v5.1 kept the type letter in st_size, not st_info.
 	typeInSize bool
+	bases      map[uint64]bool // every struct module on the list
 	mods       []*evMod
 }
 
@@ -209,6 +210,10 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 	nodes, err := x.walk(cfg.Head)
 	if err != nil {
 		return nil, err
+	}
+	x.bases = make(map[uint64]bool, len(nodes))
+	for _, n := range nodes {
+		x.bases[n-x.p] = true
 	}
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("btflayout: inferring layouts: the module list at %#x is empty: nothing to infer from: %w", cfg.Head, ErrNotFound)
@@ -340,7 +345,26 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 	} else {
 		ev("module.syms, .num_syms: not inferred (no module of the evidence exports a symbol, so no type letter depends on them)")
 	}
-	ev("module.refcnt, .taints, .source_list: not inferred (/proc/modules' refcount, flags and users are not shown)")
+	if src, ok, err := x.findSourceList(); err != nil {
+		// Optional: an ambiguity leaves the columns unknown.
+		ev("module.refcnt, .taints, .source_list: not inferred (%v)", err)
+	} else if ok {
+		mod = append(mod,
+			Field{Name: "source_list", Offset: src, Size: 2 * p, Kind: KindStruct, TypeName: "list_head"},
+			Field{Name: "refcnt", Offset: src + 5*p, Size: 4, Kind: KindStruct, TypeName: "atomic_t"})
+		in.structs["module_use"] = NewStruct("module_use", 6*p,
+			Field{Name: "source_list", Offset: 0, Size: 2 * p, Kind: KindStruct, TypeName: "list_head"},
+			Field{Name: "target_list", Offset: 2 * p, Size: 2 * p, Kind: KindStruct, TypeName: "list_head"},
+			Field{Name: "source", Offset: 4 * p, Size: p, Kind: KindPointer, TypeName: "module"},
+			Field{Name: "target", Offset: 5 * p, Size: p, Kind: KindPointer, TypeName: "module"})
+		ev("module.source_list = %d, .refcnt = %d: every user entry (module_use) names a module of the list as source and this one as target, the exit pointer between them is in the module's memory or NULL, and refcnt covers the users", src, src+5*p)
+	} else {
+		ev("module.refcnt, .taints, .source_list: not inferred (no module of the evidence has a user; /proc/modules' refcount, flags and users are not shown)")
+	}
+	// taints is not inferred: a word holding only module taint bits is
+	// no evidence (on the corpus, such words other than taints exist in
+	// most builds), so /proc/modules' flags are shown as unknown.
+	ev("module.taints: not inferred (no independent evidence; /proc/modules' taint flags are shown as unknown)")
 	in.structs["module"] = NewStruct("module", 0, mod...)
 	return in, nil
 }
@@ -1064,4 +1088,72 @@ func (x *infer) findFields() (uint64, error) {
 		m.regions = []region{{x.word(m.raw, found[0]+p), x.u32(m.raw, found[0]+2*p+4)}}
 	}
 	return found[0], nil
+}
+
+// maxUsers bounds the entries of one module's source_list read.
+const maxUsers = 1 << 10
+
+// findSourceList finds module.source_list (CONFIG_MODULE_UNLOAD):
+// struct list_head source_list, target_list; void (*exit)(void); atomic_t
+// refcnt. Its entries are struct module_use { list_head source_list,
+// target_list; struct module *source, *target; }: each names a module of
+// the list as source and this module as target. An empty list points at
+// itself. ok is false when no evidence module has a user.
+func (x *infer) findSourceList() (off uint64, ok bool, err error) {
+	p := x.p
+	var offs []uint64
+	for o := 3*p + 64 - p; o+5*p+4 <= inferWindow; o += p {
+		confirmed, good := 0, true
+		for _, m := range x.mods {
+			if o+5*p+4 > uint64(len(m.raw)) {
+				good = false
+				break
+			}
+			head := m.base + o
+			next, prev := x.word(m.raw, o), x.word(m.raw, o+p)
+			users := 0
+			if next == head || prev == head {
+				if next != prev {
+					good = false
+					break
+				}
+			} else {
+				last := head
+				for node := next; node != head; users++ {
+					if users >= maxUsers {
+						good = false
+						break
+					}
+					var use [48]byte
+					if memory.ReadFull(x.kmem, use[:6*p], node) != nil ||
+						x.word(use[:], p) != last || !x.bases[x.word(use[:], 4*p)] || x.word(use[:], 5*p) != m.base {
+						good = false
+						break
+					}
+					last, node = node, x.word(use[:], 0)
+				}
+				if !good || x.word(m.raw, o+p) != last {
+					good = false
+					break
+				}
+				confirmed++
+			}
+			exit := x.word(m.raw, o+4*p)
+			ref := x.u32(m.raw, o+5*p)
+			if exit != 0 && !inAny(m.regions, exit) || ref == 0 || ref > 1<<24 || uint64(ref-1) < uint64(users) {
+				good = false
+				break
+			}
+		}
+		if good && confirmed > 0 {
+			offs = append(offs, o)
+		}
+	}
+	switch len(offs) {
+	case 0:
+		return 0, false, nil
+	case 1:
+		return offs[0], true, nil
+	}
+	return 0, false, inferErr("module.source_list is ambiguous: offsets %v all fit", offs)
 }
