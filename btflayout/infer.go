@@ -26,19 +26,30 @@ import (
 // members), so each offset is found by trying every candidate and keeping
 // the one the data confirms, on every module used as evidence:
 //
-//   - the kallsyms pointer (v4.5+) leads to a struct mod_kallsyms (symtab,
+//   - the kallsyms pointer (v4.5+) points at the member right after it
+//     (core_kallsyms, once init is done), a struct mod_kallsyms (symtab,
 //     num_symtab, strtab, typetab since v5.2: the fixed order of
 //     include/linux/module.h) whose symtab starts with the ELF null symbol,
-//     whose names are NUL-terminated in its strtab, whose typetab holds type
-//     letters, and which holds __this_module with the struct's own address:
-//     this last fact also confirms the fixed head above;
-//   - the memory regions: mem[MOD_MEM_NUM_TYPES] (v6.4+) or
-//     core_layout/init_layout (v4.5–v6.3) hold every named symbol of the
-//     module, the text region every text symbol, the data region the struct
-//     itself, and with CONFIG_MODULES_TREE_LOOKUP each region's
-//     mod_tree_node points back at the struct;
-//   - syms/num_syms: the export table's entries name symbols of the
-//     module's own symtab with their st_value.
+//     whose names are NUL-terminated in its strtab, whose type letters
+//     (typetab, st_size in v5.0–v5.1, st_info before) are letters, and whose
+//     __this_module, where the symtab has it (CONFIG_KALLSYMS_ALL keeps
+//     data symbols), is the struct's own address, which confirms the fixed
+//     head above; before v4.5 symtab, num_symtab and strtab sit in struct
+//     module and equal core_symtab, core_num_syms and core_strtab after
+//     init;
+//   - the memory regions: mem[MOD_MEM_NUM_TYPES] (v6.4+),
+//     core_layout/init_layout (v4.5–v6.3) or module_core/core_size (before)
+//     hold every named symbol of the module, the text region every text
+//     symbol, the data region the struct itself, and with
+//     CONFIG_MODULES_TREE_LOOKUP each region's mod_tree_node points back at
+//     the struct (without __this_module, this is what confirms the head);
+//   - syms/num_syms: the export table's entries are names in the module's
+//     memory for values in it, and match its symtab where the symtab has
+//     the symbol;
+//   - source_list and refcnt (optional): each module_use names a module of
+//     the list as source and this one as target, and refcnt covers them.
+//
+// taints is not inferred: nothing confirms it.
 //
 // A candidate that every module confirms and that is the only one is
 // taken; none, or more than one, is an error.
@@ -181,8 +192,8 @@ func parseRelease(rel string) (int, int, bool) {
 // candidates against the modules on the list at cfg.Head (see the comment
 // at the top of infer.go for the evidence each one needs).
 //
-// An empty list, a broken or looped list, a kernel generation it does not
-// know (before v4.5), a struct whose fixed head is not where it belongs
+// An empty list, a broken or looped list, a kernel before v2.6, a struct
+// whose fixed head is not where it belongs
 // (CONFIG_RANDSTRUCT), and an offset that no candidate or more than one
 // candidate satisfies are errors wrapping ErrCorrupt or ErrNotFound
 // (errors.ErrUnsupported for the generation); memory faults wrap the
