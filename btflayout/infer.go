@@ -26,19 +26,30 @@ import (
 // members), so each offset is found by trying every candidate and keeping
 // the one the data confirms, on every module used as evidence:
 //
-//   - the kallsyms pointer (v4.5+) leads to a struct mod_kallsyms (symtab,
+//   - the kallsyms pointer (v4.5+) points at the member right after it
+//     (core_kallsyms, once init is done), a struct mod_kallsyms (symtab,
 //     num_symtab, strtab, typetab since v5.2: the fixed order of
 //     include/linux/module.h) whose symtab starts with the ELF null symbol,
-//     whose names are NUL-terminated in its strtab, whose typetab holds type
-//     letters, and which holds __this_module with the struct's own address:
-//     this last fact also confirms the fixed head above;
-//   - the memory regions: mem[MOD_MEM_NUM_TYPES] (v6.4+) or
-//     core_layout/init_layout (v4.5–v6.3) hold every named symbol of the
-//     module, the text region every text symbol, the data region the struct
-//     itself, and with CONFIG_MODULES_TREE_LOOKUP each region's
-//     mod_tree_node points back at the struct;
-//   - syms/num_syms: the export table's entries name symbols of the
-//     module's own symtab with their st_value.
+//     whose names are NUL-terminated in its strtab, whose type letters
+//     (typetab, st_size in v5.0–v5.1, st_info before) are letters, and whose
+//     __this_module, where the symtab has it (CONFIG_KALLSYMS_ALL keeps
+//     data symbols), is the struct's own address, which confirms the fixed
+//     head above; before v4.5 symtab, num_symtab and strtab sit in struct
+//     module and equal core_symtab, core_num_syms and core_strtab after
+//     init;
+//   - the memory regions: mem[MOD_MEM_NUM_TYPES] (v6.4+),
+//     core_layout/init_layout (v4.5–v6.3) or module_core/core_size (before)
+//     hold every named symbol of the module, the text region every text
+//     symbol, the data region the struct itself, and with
+//     CONFIG_MODULES_TREE_LOOKUP each region's mod_tree_node points back at
+//     the struct (without __this_module, this is what confirms the head);
+//   - syms/num_syms: the export table's entries are names in the module's
+//     memory for values in it, and match its symtab where the symtab has
+//     the symbol;
+//   - source_list and refcnt (optional): each module_use names a module of
+//     the list as source and this one as target, and refcnt covers them.
+//
+// taints is not inferred: nothing confirms it.
 //
 // A candidate that every module confirms and that is the only one is
 // taken; none, or more than one, is an error.
@@ -125,6 +136,7 @@ type infer struct {
 	typetab bool
 	// typeInSize: v5.0–v5.1 kept the type letter in st_size, not st_info.
 	typeInSize bool
+	bases      map[uint64]bool // every struct module on the list
 	mods       []*evMod
 }
 
@@ -180,8 +192,8 @@ func parseRelease(rel string) (int, int, bool) {
 // candidates against the modules on the list at cfg.Head (see the comment
 // at the top of infer.go for the evidence each one needs).
 //
-// An empty list, a broken or looped list, a kernel generation it does not
-// know (before v4.5), a struct whose fixed head is not where it belongs
+// An empty list, a broken or looped list, a kernel before v2.6, a struct
+// whose fixed head is not where it belongs
 // (CONFIG_RANDSTRUCT), and an offset that no candidate or more than one
 // candidate satisfies are errors wrapping ErrCorrupt or ErrNotFound
 // (errors.ErrUnsupported for the generation); memory faults wrap the
@@ -209,6 +221,10 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 	nodes, err := x.walk(cfg.Head)
 	if err != nil {
 		return nil, err
+	}
+	x.bases = make(map[uint64]bool, len(nodes))
+	for _, n := range nodes {
+		x.bases[n-x.p] = true
 	}
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("btflayout: inferring layouts: the module list at %#x is empty: nothing to infer from: %w", cfg.Head, ErrNotFound)
@@ -340,7 +356,26 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 	} else {
 		ev("module.syms, .num_syms: not inferred (no module of the evidence exports a symbol, so no type letter depends on them)")
 	}
-	ev("module.refcnt, .taints, .source_list: not inferred (/proc/modules' refcount, flags and users are not shown)")
+	if src, ok, err := x.findSourceList(); err != nil {
+		// Optional: an ambiguity leaves the columns unknown.
+		ev("module.refcnt, .taints, .source_list: not inferred (%v)", err)
+	} else if ok {
+		mod = append(mod,
+			Field{Name: "source_list", Offset: src, Size: 2 * p, Kind: KindStruct, TypeName: "list_head"},
+			Field{Name: "refcnt", Offset: src + 5*p, Size: 4, Kind: KindStruct, TypeName: "atomic_t"})
+		in.structs["module_use"] = NewStruct("module_use", 6*p,
+			Field{Name: "source_list", Offset: 0, Size: 2 * p, Kind: KindStruct, TypeName: "list_head"},
+			Field{Name: "target_list", Offset: 2 * p, Size: 2 * p, Kind: KindStruct, TypeName: "list_head"},
+			Field{Name: "source", Offset: 4 * p, Size: p, Kind: KindPointer, TypeName: "module"},
+			Field{Name: "target", Offset: 5 * p, Size: p, Kind: KindPointer, TypeName: "module"})
+		ev("module.source_list = %d, .refcnt = %d: every user entry (module_use) names a module of the list as source and this one as target, the exit pointer between them is in the module's memory or NULL, and refcnt covers the users", src, src+5*p)
+	} else {
+		ev("module.refcnt, .taints, .source_list: not inferred (no module of the evidence has a user; /proc/modules' refcount, flags and users are not shown)")
+	}
+	// taints is not inferred: a word holding only module taint bits is
+	// no evidence (on the corpus, such words other than taints exist in
+	// most builds), so /proc/modules' flags are shown as unknown.
+	ev("module.taints: not inferred (no independent evidence; /proc/modules' taint flags are shown as unknown)")
 	in.structs["module"] = NewStruct("module", 0, mod...)
 	return in, nil
 }
@@ -1064,4 +1099,72 @@ func (x *infer) findFields() (uint64, error) {
 		m.regions = []region{{x.word(m.raw, found[0]+p), x.u32(m.raw, found[0]+2*p+4)}}
 	}
 	return found[0], nil
+}
+
+// maxUsers bounds the entries of one module's source_list read.
+const maxUsers = 1 << 10
+
+// findSourceList finds module.source_list (CONFIG_MODULE_UNLOAD):
+// struct list_head source_list, target_list; void (*exit)(void); atomic_t
+// refcnt. Its entries are struct module_use { list_head source_list,
+// target_list; struct module *source, *target; }: each names a module of
+// the list as source and this module as target. An empty list points at
+// itself. ok is false when no evidence module has a user.
+func (x *infer) findSourceList() (off uint64, ok bool, err error) {
+	p := x.p
+	var offs []uint64
+	for o := 3*p + 64 - p; o+5*p+4 <= inferWindow; o += p {
+		confirmed, good := 0, true
+		for _, m := range x.mods {
+			if o+5*p+4 > uint64(len(m.raw)) {
+				good = false
+				break
+			}
+			head := m.base + o
+			next, prev := x.word(m.raw, o), x.word(m.raw, o+p)
+			users := 0
+			if next == head || prev == head {
+				if next != prev {
+					good = false
+					break
+				}
+			} else {
+				last := head
+				for node := next; node != head; users++ {
+					if users >= maxUsers {
+						good = false
+						break
+					}
+					var use [48]byte
+					if memory.ReadFull(x.kmem, use[:6*p], node) != nil ||
+						x.word(use[:], p) != last || !x.bases[x.word(use[:], 4*p)] || x.word(use[:], 5*p) != m.base {
+						good = false
+						break
+					}
+					last, node = node, x.word(use[:], 0)
+				}
+				if !good || x.word(m.raw, o+p) != last {
+					good = false
+					break
+				}
+				confirmed++
+			}
+			exit := x.word(m.raw, o+4*p)
+			ref := x.u32(m.raw, o+5*p)
+			if exit != 0 && !inAny(m.regions, exit) || ref == 0 || ref > 1<<24 || uint64(ref-1) < uint64(users) {
+				good = false
+				break
+			}
+		}
+		if good && confirmed > 0 {
+			offs = append(offs, o)
+		}
+	}
+	switch len(offs) {
+	case 0:
+		return 0, false, nil
+	case 1:
+		return offs[0], true, nil
+	}
+	return 0, false, inferErr("module.source_list is ambiguous: offsets %v all fit", offs)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -464,4 +465,58 @@ func TestFindModuleListHostile(t *testing.T) {
 	c.ptr(k3.mem, second, first)
 	_, _, err = FindModuleList(k3.mem, cfg)
 	assert.ErrorIs(t, err, ErrCorrupt)
+}
+
+// sparseMapped lists the written pages of a sparse memory as mapped runs,
+// as page tables would.
+func sparseMapped(m *testutil.SparseMemory) func(lo, hi uint64, yield func(start, end uint64) bool) error {
+	return func(lo, hi uint64, yield func(start, end uint64) bool) error {
+		var pages []uint64
+		for a := range m.Pages {
+			if a >= lo && a < hi {
+				pages = append(pages, a)
+			}
+		}
+		slices.Sort(pages)
+		for i := 0; i < len(pages); {
+			j := i + 1
+			for j < len(pages) && pages[j] == pages[j-1]+4096 {
+				j++
+			}
+			if !yield(pages[i], pages[j-1]+4096) {
+				return nil
+			}
+			i = j
+		}
+		return nil
+	}
+}
+
+// TestFindModuleListPageTables finds the head through the mapped pages of
+// the module range (kernels without vmap_area_list), skipping excluded
+// ranges and the run at the linear map's base.
+func TestFindModuleListPageTables(t *testing.T) {
+	for _, c := range synthCases {
+		t.Run(c.String(), func(t *testing.T) {
+			k := c.build(t)
+			cfg := ModuleScanConfig{InferConfig: c.config(k), Mapped: sparseMapped(k.mem),
+				Ranges: [][2]uint64{{c.addr(synthModLo), c.addr(synthModLo + 1<<28)}}}
+			head, _, err := FindModuleList(k.mem, cfg)
+			require.NoError(t, err)
+			assert.Equal(t, k.head, head)
+			// With the module areas excluded, or taken for the linear map,
+			// nothing is found.
+			ex := cfg
+			ex.Exclude = [][2]uint64{cfg.Ranges[0]}
+			_, _, err = FindModuleList(k.mem, ex)
+			assert.ErrorIs(t, err, ErrNotFound)
+			// The first module's text run taken for the linear map: the
+			// struct modules are in other runs, so the head is found.
+			dm := cfg
+			dm.DirectMap = k.areas[0][0]
+			head, _, err = FindModuleList(k.mem, dm)
+			require.NoError(t, err, "only the run at the linear map's base is skipped")
+			assert.Equal(t, k.head, head)
+		})
+	}
 }

@@ -28,8 +28,8 @@
 // file, an explicit table, or layouts inferred from the dump
 // (btflayout.Infer) given as Options.Layout. The list head is the modules
 // symbol, or Options.Head (found by btflayout.FindModuleList without it).
-// With inferred layouts, Module.Unshown says that refcount, users and
-// taints are unknown. struct kernel_symbol is
+// With inferred layouts, Module.Inferred says that a refcount, users or
+// taints not read are unknown. struct kernel_symbol is
 // usually absent from BTF; its layout (place-relative or absolute, with or
 // without namespace) is chosen by trying each and keeping the one whose
 // name pointers all lead to printable strings in the module.

@@ -102,11 +102,13 @@ type Module struct {
 	// Taints is struct module's taints bitmask (TAINT_* bit numbers, as
 	// the kernel's add_taint_module sets them); see Flags.
 	Taints uint64
-	// Unshown is set when the layouts lack the fields behind /proc/modules'
-	// refcount, users and taint flags because they were inferred
-	// (btflayout.Infer): RefCount, Deps and Taints are then unknown, not
-	// zero or empty.
-	Unshown bool
+	// Inferred is set when the layouts were inferred (btflayout.Infer),
+	// which finds some fields only when the dump shows them: RefCount is
+	// then unknown when HasRefCount is false, Deps when nil, and Taints
+	// when HasTaints is false (none of them zero or empty).
+	Inferred bool
+	// HasTaints is true when Taints was read.
+	HasTaints bool
 	// Deps lists the modules using this one (/proc/modules' fourth column,
 	// without "[permanent]"); nil when unknown.
 	Deps []string

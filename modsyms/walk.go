@@ -104,7 +104,7 @@ func (ld *loader) structBuf() []byte {
 // module decodes one struct module read into buf; nil for an unformed one.
 func (ld *loader) module(addr uint64, buf []byte) *Module {
 	l := ld.l
-	m := &Module{Addr: addr, Unshown: l.inferred}
+	m := &Module{Addr: addr, Inferred: l.inferred}
 	st, _ := ld.uint(buf, l.state)
 	m.State = State(st)
 	if m.State == StateUnformed {
@@ -135,7 +135,7 @@ func (ld *loader) module(addr uint64, buf []byte) *Module {
 	}
 	if l.taints.ok {
 		if v, ok := ld.uint(buf, l.taints); ok {
-			m.Taints = v
+			m.Taints, m.HasTaints = v, true
 		}
 	}
 	if l.sourceList.ok {

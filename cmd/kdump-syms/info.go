@@ -183,11 +183,17 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 		if len(m.Deps) > 0 {
 			deps = strings.Join(m.Deps, ",") + ","
 		}
-		if m.Unshown {
-			ref, deps = "?", "?" // layouts inferred: not known
+		// Inferred layouts: what was not inferred is not known.
+		if m.Inferred && !m.HasRefCount {
+			ref = "?"
+		}
+		if m.Inferred && m.Deps == nil {
+			deps = "?"
 		}
 		fmt.Fprintf(w, "%s %d %s %s %s 0x%0*x", m.Name, m.Size, ref, deps, m.State, digits, m.TextBase)
-		if f := m.Flags(); f != "" && !m.Unshown {
+		if m.Inferred && !m.HasTaints {
+			fmt.Fprint(w, " (?)") // taints not known
+		} else if f := m.Flags(); f != "" {
 			fmt.Fprintf(w, " %s", f)
 		}
 		fmt.Fprintln(w)

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,6 +78,19 @@ func TestLayoutSources(t *testing.T) {
 			require.Equal(t, exitOK, code, stderr)
 			_, wantMods, _ := runCLI("all", dump, "--finders", "kallsyms,modules")
 			assert.True(t, got == wantMods, "--layout: output differs")
+
+			// modules: the same columns, the taint flags shown as unknown.
+			code, mods, stderr := runCLI("modules", dump, "--layouts", "infer")
+			require.Equal(t, exitOK, code, stderr)
+			truth, err := os.ReadFile(filepath.Join(g.Dir, "modules"))
+			require.NoError(t, err)
+			tl := strings.Split(strings.TrimSpace(string(truth)), "\n")
+			ml := strings.Split(strings.TrimSpace(mods), "\n")
+			require.Len(t, ml, len(tl))
+			for i := range tl {
+				want := strings.Fields(tl[i])[:6]
+				assert.Equal(t, strings.Join(want, " ")+" (?)", ml[i])
+			}
 
 			code, info, stderr := runCLI("info", dump, "--layouts", "infer")
 			require.Equal(t, exitOK, code, stderr)
