@@ -137,7 +137,7 @@ func load(img *elfImage, desc string, size uint64) (*BTF, error) {
 		if img.readErr != nil {
 			return nil, img.readErr
 		}
-		return nil, fmt.Errorf("btflayout: %s: %w: %v", desc, ErrCorrupt, err)
+		return nil, fmt.Errorf("btflayout: %s: %w: %w", desc, ErrCorrupt, err)
 	}
 	return &BTF{desc: desc, spec: spec, bo: img.bo, size: size, structs: map[string][]*Struct{}}, nil
 }
@@ -163,7 +163,7 @@ func (b *BTF) Struct(name string, need ...string) (*Struct, error) {
 	if !ok {
 		types, err := b.spec.AnyTypesByName(name)
 		if err != nil && !errors.Is(err, btf.ErrNotFound) {
-			return nil, fmt.Errorf("btflayout: %s: struct %s: %w: %v", b.desc, name, ErrCorrupt, err)
+			return nil, fmt.Errorf("btflayout: %s: struct %s: %w: %w", b.desc, name, ErrCorrupt, err)
 		}
 		for _, t := range types {
 			switch t := t.(type) {
@@ -187,7 +187,7 @@ func (b *BTF) Struct(name string, need ...string) (*Struct, error) {
 func (b *BTF) Enum(name string) (map[string]int64, error) {
 	types, err := b.spec.AnyTypesByName(name)
 	if err != nil && !errors.Is(err, btf.ErrNotFound) {
-		return nil, fmt.Errorf("btflayout: %s: enum %s: %w: %v", b.desc, name, ErrCorrupt, err)
+		return nil, fmt.Errorf("btflayout: %s: enum %s: %w: %w", b.desc, name, ErrCorrupt, err)
 	}
 	for _, t := range types {
 		if e, ok := t.(*btf.Enum); ok {
