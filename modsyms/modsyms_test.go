@@ -141,6 +141,33 @@ func TestWildPointerRecoversBackwards(t *testing.T) {
 	assert.Equal(t, []string{"a", "c"}, names)
 }
 
+// TestTwoBreaks: with two struct modules lost, the walk from either end
+// keeps the modules outside them, and each break is reported once.
+func TestTwoBreaks(t *testing.T) {
+	b := newKBuilder(t, layout64)
+	var ms []uint64
+	for i, n := range []string{"a", "b", "c", "d"} {
+		ms = append(ms, b.add(kmod{name: n, syms: []ksym{{name: n + "1", value: 0x1000 * uint64(i+1), typ: 't'}}}))
+	}
+	b.mem.Drop(ms[1], 512)
+	b.mem.Drop(ms[2], 512)
+	set, err := Load(b.mem, b.syms(), tableOpt(t, b))
+	require.NotNil(t, set)
+	var names []string
+	for _, m := range set.Modules() {
+		names = append(names, m.Name)
+	}
+	assert.Equal(t, []string{"a", "d"}, names)
+	n := 0
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var we *WalkError
+		if errors.As(e, &we) {
+			n++
+		}
+	}
+	assert.Equal(t, 2, n, "each break once")
+}
+
 func TestFilteredModule(t *testing.T) {
 	b := newKBuilder(t, layout64)
 	b.add(kmod{name: "a", syms: []ksym{{name: "a1", value: 0x1000, size: 1, typ: 't'}}})
