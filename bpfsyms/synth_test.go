@@ -14,6 +14,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 // fakeMem is sparse synthetic kernel memory.
@@ -265,7 +266,7 @@ func TestMissingInfo(t *testing.T) {
 			s, err := load(b.mem, none, Options{Layout: synthLayout})
 			assert.Nil(t, s)
 			assert.ErrorIs(t, err, ErrMissingInfo)
-			assert.ErrorContains(t, err, "not in the kernel's symbol table")
+			assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo, "one vocabulary for absence")
 		})
 		t.Run(name+"/layout", func(t *testing.T) {
 			all := func(string) (uint64, bool) { return b.syms["bpf_kallsyms"], true }

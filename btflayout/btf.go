@@ -46,7 +46,7 @@ func (b *BTF) Spec() (*btf.Spec, error) {
 	b.specOnce.Do(func() {
 		b.spec, b.specErr = btf.LoadSpecFromReader(bytes.NewReader(b.raw))
 		if b.specErr != nil {
-			b.specErr = fmt.Errorf("btflayout: %s: %w: %v", b.desc, ErrCorrupt, b.specErr)
+			b.specErr = fmt.Errorf("btflayout: %s: %w: %w", b.desc, ErrCorrupt, b.specErr)
 		}
 	})
 	return b.spec, b.specErr

@@ -43,7 +43,7 @@ func (x *DWARF) buildIndex() {
 	for {
 		e, err := r.Next()
 		if err != nil {
-			x.idxErr = fmt.Errorf("btflayout: %s: %w: %v", x.desc, ErrCorrupt, err)
+			x.idxErr = fmt.Errorf("btflayout: %s: %w: %w", x.desc, ErrCorrupt, err)
 			return
 		}
 		if e == nil {
@@ -85,7 +85,7 @@ func (x *DWARF) Struct(name string, need ...string) (*Struct, error) {
 		for _, off := range offs {
 			t, err := x.d.Type(off)
 			if err != nil {
-				return nil, fmt.Errorf("btflayout: %s: struct %s: %w: %v", x.desc, name, ErrCorrupt, err)
+				return nil, fmt.Errorf("btflayout: %s: struct %s: %w: %w", x.desc, name, ErrCorrupt, err)
 			}
 			if st, ok := t.(*dwarf.StructType); ok && !st.Incomplete {
 				cands = append(cands, &Struct{Name: name, Size: uint64(max(st.ByteSize, 0)), fields: flattenDWARF(nil, st, 0)})
@@ -110,7 +110,7 @@ func (x *DWARF) Enum(name string) (map[string]int64, error) {
 	for _, off := range offs {
 		t, err := x.d.Type(off)
 		if err != nil {
-			return nil, fmt.Errorf("btflayout: %s: enum %s: %w: %v", x.desc, name, ErrCorrupt, err)
+			return nil, fmt.Errorf("btflayout: %s: enum %s: %w: %w", x.desc, name, ErrCorrupt, err)
 		}
 		if et, ok := t.(*dwarf.EnumType); ok {
 			out := make(map[string]int64, len(et.Val))
@@ -244,7 +244,7 @@ func openELF(r io.ReaderAt, path string) (src Source, err error) {
 	}()
 	ef, err := elf.NewFile(r)
 	if err != nil {
-		return nil, fmt.Errorf("btflayout: %s: %w: %v", path, ErrCorrupt, err)
+		return nil, fmt.Errorf("btflayout: %s: %w: %w", path, ErrCorrupt, err)
 	}
 	if sec := ef.Section(".BTF"); sec != nil && sec.Type != elf.SHT_NOBITS {
 		if sec.Size > MaxBTFSize {
@@ -261,7 +261,7 @@ func openELF(r io.ReaderAt, path string) (src Source, err error) {
 		if errors.Is(err, io.EOF) || ef.Section(".debug_info") == nil && ef.Section(".zdebug_info") == nil {
 			return nil, fmt.Errorf("btflayout: %s has neither .BTF nor DWARF: %w", path, ErrNotFound)
 		}
-		return nil, fmt.Errorf("btflayout: %s: DWARF: %w: %v", path, ErrCorrupt, err)
+		return nil, fmt.Errorf("btflayout: %s: DWARF: %w: %w", path, ErrCorrupt, err)
 	}
 	return FromDWARF(d, "DWARF from "+path), nil
 }

@@ -61,7 +61,7 @@ func ParseTable(r io.Reader, desc string) (*Table, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("btflayout: %s: %w: %v", desc, ErrCorrupt, err)
+		return nil, fmt.Errorf("btflayout: %s: %w: %w", desc, ErrCorrupt, err)
 	}
 	return t, nil
 }

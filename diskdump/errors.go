@@ -66,3 +66,18 @@ func (e *HeaderError) Error() string {
 
 // Unwrap returns the likeliest reading's failure.
 func (e *HeaderError) Unwrap() error { return e.Err }
+
+// ReadError reports a read of the file that failed at offset Off (an I/O
+// error, not bad data): What names what was being read.
+type ReadError struct {
+	What string
+	Off  int64
+	Err  error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("diskdump: %s at %#x: %v", e.What, e.Off, e.Err)
+}
+
+// Unwrap returns the reader's error.
+func (e *ReadError) Unwrap() error { return e.Err }

@@ -63,7 +63,7 @@ func newFlatReader(r io.ReaderAt, fileSize int64) (*flatReader, error) {
 		}
 		rh, err := hr.at(pos, fileSize, ahead)
 		if err != nil {
-			return nil, fmt.Errorf("diskdump: flattened record at %#x: %w", pos, noEOF(err))
+			return nil, &ReadError{What: "flattened record", Off: pos, Err: noEOF(err)}
 		}
 		off := int64(binary.BigEndian.Uint64(rh[0:]))
 		n := int64(binary.BigEndian.Uint64(rh[8:]))

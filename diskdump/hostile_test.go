@@ -5,19 +5,45 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/stretchr/testify/require"
 )
 
-func requireFormatError(t *testing.T, err error, substr string) {
+// requireFormatError checks a hostile-input error: corruption, a
+// *FormatError at file offset off (-1: any), and a message of one line
+// that names that offset.
+func requireFormatError(t *testing.T, err error, off int64) *FormatError {
 	t.Helper()
 	require.Error(t, err)
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorIs(t, err, memory.ErrCorrupt)
-	require.Contains(t, err.Error(), substr)
+	var fe *FormatError
+	require.ErrorAs(t, err, &fe)
+	if off >= 0 {
+		require.Equal(t, off, fe.Off, "%v", err)
+	}
+	requireOneLine(t, err)
+	return fe
+}
+
+// requireOneLine checks the shape of an error message: one line, naming
+// where (every FormatError's offset, every FaultError's address, in hex).
+func requireOneLine(t *testing.T, err error) {
+	t.Helper()
+	msg := err.Error()
+	require.NotContains(t, msg, "\n")
+	var fe *FormatError
+	if errors.As(err, &fe) && fe.Off >= 0 {
+		require.Contains(t, msg, fmt.Sprintf("offset %#x", fe.Off))
+	}
+	var mf *memory.FaultError
+	if errors.As(err, &mf) {
+		require.Contains(t, msg, fmt.Sprintf("%#x", mf.Addr))
+	}
 }
 
 func TestHostileHeaders(t *testing.T) {
@@ -26,32 +52,37 @@ func TestHostileHeaders(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func([]byte) []byte
-		want   string
+		off    int64 // the FormatError's offset: the field that fails
 	}{
-		{"truncated-header", func(b []byte) []byte { return b[:100] }, "header truncated"},
-		{"block-size-not-pow2", func(b []byte) []byte { le.PutUint32(b[428:], 4000); return b }, "block_size"},
-		{"block-size-huge", func(b []byte) []byte { le.PutUint32(b[428:], 1<<30); return b }, "block_size"},
-		{"bitmap-blocks-huge", func(b []byte) []byte { le.PutUint32(b[436:], 1<<30); return b }, "beyond end of file"},
-		{"sub-hdr-negative", func(b []byte) []byte { le.PutUint32(b[432:], 0xffffffff); return b }, "sub_hdr_size"},
-		{"version-negative", func(b []byte) []byte { le.PutUint32(b[8:], 0x80000000); return b }, "header_version"},
-		{"max-mapnr-too-big", func(b []byte) []byte { le.PutUint64(b[4096+96:], 1<<40); return b }, "cannot cover max_mapnr"},
-		{"vmcoreinfo-outside", func(b []byte) []byte { le.PutUint64(b[4096+32:], 1<<40); le.PutUint64(b[4096+40:], 5); return b }, "VMCOREINFO"},
-		{"descriptors-truncated", func(b []byte) []byte { return b[:4*4096+30] }, "page descriptors"},
+		{"truncated-header", func(b []byte) []byte { return b[:100] }, 0},
+		{"block-size-not-pow2", func(b []byte) []byte { le.PutUint32(b[428:], 4000); return b }, 428},
+		{"block-size-huge", func(b []byte) []byte { le.PutUint32(b[428:], 1<<30); return b }, 428},
+		{"bitmap-blocks-huge", func(b []byte) []byte { le.PutUint32(b[436:], 1<<30); return b }, 436},
+		{"sub-hdr-negative", func(b []byte) []byte { le.PutUint32(b[432:], 0xffffffff); return b }, 432},
+		{"version-negative", func(b []byte) []byte { le.PutUint32(b[8:], 0x80000000); return b }, offVersion},
+		{"max-mapnr-too-big", func(b []byte) []byte { le.PutUint64(b[4096+96:], 1<<40); return b }, int64(layout64.MaxMapnr)},
+		{"vmcoreinfo-outside", func(b []byte) []byte { le.PutUint64(b[4096+32:], 1<<40); le.PutUint64(b[4096+40:], 5); return b }, 4096 + 32},
+		{"descriptors-truncated", func(b []byte) []byte { return b[:4*4096+30] }, -1},
 		{"split-range-outside", func(b []byte) []byte {
 			le.PutUint32(b[4096+12:], 1)
 			le.PutUint64(b[4096+80:], 5000)
 			le.PutUint64(b[4096+88:], 6000)
 			return b
-		}, "split pfn range"},
+		}, 4096},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.mutate(bytes.Clone(good))
 			d, err := NewDump(bytes.NewReader(b))
 			require.Nil(t, d)
-			requireFormatError(t, err, tc.want)
+			requireFormatError(t, err, tc.off)
 		})
 	}
+}
+
+// pfnsOf returns the saved pfns of b in descriptor order.
+func pfnsOf(b *builder) []uint64 {
+	return slices.Sorted(maps.Keys(b.pages))
 }
 
 func TestHostilePages(t *testing.T) {
@@ -67,36 +98,35 @@ func TestHostilePages(t *testing.T) {
 		name   string
 		pfn    uint64
 		mutate func([]byte)
-		want   string
 	}{
-		{"offset-beyond-file", 2, func(f []byte) { le.PutUint64(f[descOff+1*24:], 1<<40) }, "data offset outside the file"},
-		{"offset-zero", 2, func(f []byte) { le.PutUint64(f[descOff+1*24:], 0) }, "data offset outside the file"},
-		{"size-too-big", 2, func(f []byte) { le.PutUint32(f[descOff+1*24+8:], 8192) }, "bad size"},
+		{"offset-beyond-file", 2, func(f []byte) { le.PutUint64(f[descOff+1*24:], 1<<40) }},
+		{"offset-zero", 2, func(f []byte) { le.PutUint64(f[descOff+1*24:], 0) }},
+		{"size-too-big", 2, func(f []byte) { le.PutUint32(f[descOff+1*24+8:], 8192) }},
 		{"raw-wrong-size", 5, func(f []byte) {
 			le.PutUint32(f[descOff+3*24+8:], 4000)
 			le.PutUint32(f[descOff+3*24+12:], 0)
-		}, "not one block long"},
-		{"unknown-flags", 2, func(f []byte) { le.PutUint32(f[descOff+1*24+12:], 0x100) }, "unknown compression flags"},
+		}},
+		{"unknown-flags", 2, func(f []byte) { le.PutUint32(f[descOff+1*24+12:], 0x100) }},
 		{"zlib-garbage", 6, func(f []byte) {
 			o := le.Uint64(f[descOff+4*24:])
 			le.PutUint32(f[descOff+4*24+12:], StatusZlib)
 			copy(f[o:], "garbage!")
-		}, "zlib page data for pfn 0x6"},
+		}},
 		{"lzo-garbage", 2, func(f []byte) {
 			o := le.Uint64(f[descOff+1*24:])
 			le.PutUint32(f[descOff+1*24+12:], StatusLZO)
 			copy(f[o:], "\x00\x00\x00\x00garbage!")
-		}, "lzo page data for pfn 0x2"},
+		}},
 		{"snappy-garbage", 4, func(f []byte) {
 			o := le.Uint64(f[descOff+2*24:])
 			le.PutUint32(f[descOff+2*24+12:], StatusSnappy)
 			copy(f[o:], "\xff\xff\xff\xff\x0fgarbage")
-		}, "snappy page data for pfn 0x4"},
+		}},
 		{"zstd-garbage", 5, func(f []byte) {
 			o := le.Uint64(f[descOff+3*24:])
 			le.PutUint32(f[descOff+3*24+12:], StatusZstd)
 			copy(f[o:], "garbage!")
-		}, "zstd page data for pfn 0x5"},
+		}},
 		{"short-page", 6, func(f []byte) {
 			// A valid zstd frame of half a page.
 			z := compressPage(t, StatusZstd, make([]byte, 2048))
@@ -104,21 +134,21 @@ func TestHostilePages(t *testing.T) {
 			copy(f[o:], z)
 			le.PutUint32(f[descOff+4*24+8:], uint32(len(z)))
 			le.PutUint32(f[descOff+4*24+12:], StatusZstd)
-		}, "want 4096"},
+		}},
 		{"long-page", 6, func(f []byte) {
 			z := compressPage(t, StatusZlib, make([]byte, 8192))
 			o := le.Uint64(f[descOff+4*24:])
 			copy(f[o:], z)
 			le.PutUint32(f[descOff+4*24+8:], uint32(len(z)))
 			le.PutUint32(f[descOff+4*24+12:], StatusZlib)
-		}, "decompressed to 4097 bytes"},
+		}},
 		{"long-zstd-page", 6, func(f []byte) {
 			z := compressPage(t, StatusZstd, make([]byte, 8192))
 			o := le.Uint64(f[descOff+4*24:])
 			copy(f[o:], z)
 			le.PutUint32(f[descOff+4*24+8:], uint32(len(z)))
 			le.PutUint32(f[descOff+4*24+12:], StatusZstd)
-		}, "zstd page data"},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,12 +157,14 @@ func TestHostilePages(t *testing.T) {
 			d := openBytes(t, f)
 			buf := make([]byte, 4096)
 			_, err := d.ReadAt(buf, tc.pfn*4096+16)
-			requireFormatError(t, err, tc.want)
+			// The page's descriptor or its data is named.
+			ff := requireFormatError(t, err, -1)
+			at := int64(descOff + slices.Index(pfnsOf(b), tc.pfn)*24)
+			inDesc := ff.Off >= at && ff.Off < at+pageDescSize
+			require.True(t, inDesc || ff.Off == int64(le.Uint64(f[at:])), "%v", err)
 			var fe *memory.FaultError
 			require.ErrorAs(t, err, &fe)
 			require.Equal(t, tc.pfn*4096+16, fe.Addr)
-			require.Contains(t, err.Error(), fmt.Sprintf("pfn %#x", tc.pfn))
-			require.Contains(t, err.Error(), "offset 0x")
 			// Other pages still read, and the bad one fails again.
 			for pfn := range b.pages {
 				if pfn == tc.pfn {
@@ -165,14 +197,14 @@ func TestHostileFlattened(t *testing.T) {
 	tests := []struct {
 		name string
 		data []byte
-		want string
+		off  int64 // the FormatError's offset: the bad record's header
 	}{
-		{"negative-offset", rec(hdr(), -5, 3, "abc"), "negative target offset"},
-		{"size-beyond-file", rec(hdr(), 0, 1<<40, "abc"), "size beyond end of file"},
-		{"negative-size", rec(hdr(), 0, -3, "abc"), "size beyond end of file"},
-		{"truncated-record", append(hdr(), 1, 2, 3), "record header truncated"},
-		{"huge-offset", rec(hdr(), 1<<62+1, 3, "abc"), "out of range"},
-		{"bad-type", func() []byte { h := hdr(); h[23] = 2; return h }(), "unknown flattened header"},
+		{"negative-offset", rec(hdr(), -5, 3, "abc"), flatHeaderSize},
+		{"size-beyond-file", rec(hdr(), 0, 1<<40, "abc"), flatHeaderSize},
+		{"negative-size", rec(hdr(), 0, -3, "abc"), flatHeaderSize},
+		{"truncated-record", append(hdr(), 1, 2, 3), flatHeaderSize},
+		{"huge-offset", rec(hdr(), 1<<62+1, 3, "abc"), flatHeaderSize},
+		{"bad-type", func() []byte { h := hdr(); h[23] = 2; return h }(), 16},
 	}
 	// The same records after a run of small ones, whose headers are read
 	// ahead, must fail alike and name the bad record's offset.
@@ -183,9 +215,9 @@ func TestHostileFlattened(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := newFlatReader(bytes.NewReader(tc.data), int64(len(tc.data)))
-			requireFormatError(t, err, tc.want)
+			requireFormatError(t, err, tc.off)
 			_, err = NewDump(bytes.NewReader(tc.data))
-			requireFormatError(t, err, tc.want)
+			requireFormatError(t, err, tc.off)
 			if tc.name == "bad-type" {
 				return
 			}
@@ -194,7 +226,7 @@ func TestHostileFlattened(t *testing.T) {
 			require.Equal(t, int64(flatHeaderSize), fe.Off)
 			after := append(append(hdr(), run...), tc.data[flatHeaderSize:]...)
 			_, err = newFlatReader(bytes.NewReader(after), int64(len(after)))
-			requireFormatError(t, err, tc.want)
+			requireFormatError(t, err, -1)
 			require.ErrorAs(t, err, &fe)
 			require.Equal(t, int64(flatHeaderSize+len(run)), fe.Off)
 		})
@@ -209,8 +241,8 @@ func TestHostileFlattened(t *testing.T) {
 	out := rec(hdr(), 0, int64(len(plain)), string(plain))
 	out = rec(out, 1<<33, 1, "x")
 	_, err := NewDump(bytes.NewReader(out))
-	require.Error(t, err)
-	require.True(t, strings.Contains(err.Error(), "bitmap") || strings.Contains(err.Error(), "max_mapnr"), err.Error())
+	fe := requireFormatError(t, err, -1)
+	require.GreaterOrEqual(t, fe.Off, int64(0), "names where")
 }
 
 // failingReader reads data up to limit and fails beyond it.
@@ -253,7 +285,10 @@ func TestFlatReadErrors(t *testing.T) {
 		for first+flatRecordHeader <= limit {
 			first += recSize
 		}
-		require.Contains(t, err.Error(), fmt.Sprintf("flattened record at %#x:", first), "limit %d", limit)
+		var ue *ReadError
+		require.ErrorAs(t, err, &ue)
+		require.Equal(t, first, ue.Off, "limit %d", limit)
+		requireOneLine(t, err)
 	}
 	f, err := newFlatReader(failingReader{out, int64(len(out))}, int64(len(out)))
 	require.NoError(t, err)

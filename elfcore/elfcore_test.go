@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -326,7 +327,10 @@ func TestMalformed(t *testing.T) {
 			assert.Nil(t, f)
 			assert.ErrorIs(t, err, memory.ErrCorrupt)
 			var fe *FormatError
-			assert.ErrorAs(t, err, &fe)
+			require.ErrorAs(t, err, &fe)
+			// One line, naming where.
+			assert.NotContains(t, err.Error(), "\n")
+			assert.Contains(t, err.Error(), fmt.Sprintf("offset %#x", fe.Off))
 		})
 	}
 }

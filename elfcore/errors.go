@@ -24,7 +24,7 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	s := fmt.Sprintf("elfcore: %s at file offset %#x", e.What, e.Off)
+	s := fmt.Sprintf("elfcore: at offset %#x: %s", e.Off, e.What)
 	switch v := e.Val.(type) {
 	case nil:
 	case string:

@@ -13,6 +13,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
 // recordShift is the granule the recorder works in: 4 KiB, the smallest
@@ -142,9 +143,9 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	rec.Reset()
 	var vmci Consumer
 	vmci.Name = "vmcoreinfo"
-	if at, ok := infoSourceAddr(d.InfoSource()); ok {
-		sel.addPhys(at, at+uint64(12+12+len(d.VMCOREINFO())+8))
-		if strings.HasPrefix(d.InfoSource(), "s390") {
+	if o := d.InfoOrigin(); o.InMemory() {
+		sel.addPhys(o.Addr, o.Addr+uint64(12+12+len(d.VMCOREINFO())+8))
+		if o.Kind == vmcore.InfoS390Lowcore {
 			sel.addPhys(0xe0c, 0xe14)
 		}
 	}
@@ -324,7 +325,8 @@ func (s *Selection) keepNote(scanLimit int64) {
 		return
 	}
 	s.rec.Reset() // what was probed is not worth keeping
-	at, ok := infoSourceAddr(d.InfoSource())
+	o := d.InfoOrigin()
+	at, ok := o.Addr, o.InMemory()
 	if !ok {
 		at, ok = d.FindVMCOREINFONote(scanLimit)
 		s.rec.Reset() // nor the megabytes scanned before the note
@@ -375,17 +377,6 @@ func (s *Selection) noteBySymbol(hdr int) (uint64, bool) {
 		return 0, false
 	}
 	return p, true
-}
-
-// infoSourceAddr returns the physical address of the note a dump's
-// VMCOREINFO was found at in memory (vmcore.Dump.InfoSource "memory-scan
-// at 0x…" or "s390-lowcore at 0x…").
-func infoSourceAddr(src string) (uint64, bool) {
-	if !strings.HasPrefix(src, "memory-scan at ") && !strings.HasPrefix(src, "s390-lowcore at ") {
-		return 0, false
-	}
-	at, err := parseHex(src[strings.LastIndexByte(src, ' ')+1:])
-	return at, err == nil
 }
 
 // trimScan drops from the "kallsyms" consumer the pages of the kernel image
@@ -474,8 +465,11 @@ func (s *Selection) splitBTF() {
 	}
 	mod.Pages = rest
 	b := Consumer{Name: "btf", Pages: in}
-	if mod.Err != nil && strings.Contains(mod.Err.Error(), "BTF") {
-		b.Err = mod.Err
+	// The module walk failed for want of struct layouts: that is the BTF's
+	// failure.
+	var ne *kdumpsyms.NeedsError
+	if errors.As(mod.Err, &ne) && ne.Needs == kdumpsyms.NeedLayouts {
+		b.Err = ne.Err
 	}
 	s.Consumers = slices.Insert(s.Consumers, mi, b)
 }

@@ -32,7 +32,7 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	return fmt.Sprintf("kallsyms: at %#x: %s (value %#x)", e.Addr, e.What, e.Val)
+	return fmt.Sprintf("kallsyms: at %#x: %s (%#x)", e.Addr, e.What, e.Val)
 }
 
 // Is makes errors.Is(err, ErrCorrupt) and errors.Is(err,

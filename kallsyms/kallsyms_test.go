@@ -197,14 +197,20 @@ func TestErrors(t *testing.T) {
 		g.bo.PutUint32(m.data[ma+4-m.base:], 0x1234)
 		_, err := Load(m, s.info, Options{})
 		require.ErrorIs(t, err, ErrCorrupt)
-		assert.Contains(t, err.Error(), "marker")
+		var fe *FormatError
+		require.ErrorAs(t, err, &fe)
+		// The names block that no longer ends at its marker is named.
+		assert.GreaterOrEqual(t, fe.Addr, s.labels["kallsyms_names"])
+		assert.Less(t, fe.Addr, ma)
 	})
 	t.Run("wrong _stext", func(t *testing.T) {
 		info, err := vmcoreinfo.Parse([]byte(strings.Replace(string(s.info.Raw()), fmt.Sprintf("SYMBOL(_stext)=%x", s.stext), "SYMBOL(_stext)=ffffffff81000040", 1)))
 		require.NoError(t, err)
 		_, err = Load(s.mem, info, Options{})
 		require.ErrorIs(t, err, ErrCorrupt)
-		assert.Contains(t, err.Error(), "_stext")
+		var fe *FormatError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, uint64(0xffffffff81000040), fe.Val, "the _stext VMCOREINFO gives")
 	})
 	t.Run("unsaved address table", func(t *testing.T) {
 		// 10000 entries span three chunks of the lazily read table.
@@ -307,7 +313,11 @@ func TestExpandChecks(t *testing.T) {
 			g.bo.PutUint32(m.data[ma-m.base:], g.bo.Uint32(m.data[ma-m.base:])+1)
 			_, err := Load(m, s.info, Options{Tables: TableAddrs{}})
 			require.ErrorIs(t, err, ErrCorrupt)
-			assert.Contains(t, err.Error(), "marker")
+			var fe *FormatError
+			require.ErrorAs(t, err, &fe)
+			// The marker, or the names block that no longer ends at it.
+			inNames := fe.Addr >= s.labels["kallsyms_names"] && fe.Addr < s.labels["kallsyms_markers"]
+			assert.True(t, fe.Addr == ma || inNames, "%v", err)
 		})
 		t.Run(fmt.Sprintf("bad entry in block %d", blk), func(t *testing.T) {
 			m := &memMap{base: s.mem.base, data: append([]byte(nil), s.mem.data...)}

@@ -6,6 +6,15 @@ package memory
 // Each package keeps sentinels with its own message (see Classed) that
 // errors.Is matches with these too.
 //
+// Every package's *FormatError reads the same way, what and where first:
+// "PKG: at offset 0xOFF: WHAT (VALUE)" for a file offset, "PKG: at 0xADDR:
+// WHAT (VALUE)" for a memory address, the value when there is one. The
+// package prefix: a message starts with the name of the package that made
+// it; a wrapper in the same package adds context without its name
+// ("struct module at 0x…: "), one in another package adds its own
+// ("vmcore: PATH: "). The command line's one-line report drops a prefix
+// that repeats the one before it.
+//
 // ErrCorrupt and ErrNotSaved also name their class through an ErrorClass
 // method, so that packages which import nothing of this module
 // (symfinder, vmcoreinfo) can match them without importing memory: their

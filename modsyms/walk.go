@@ -40,9 +40,14 @@ func (ld *loader) load(head uint64) (*Set, error) {
 		node, err := ld.pointer(head + l.listPrev.off)
 		for err == nil && node != head && !seen[node] {
 			var m *Module
+			at := node
 			m, node, err = ld.nodeBack(node, seen, len(fwd)+len(back))
 			if m != nil {
 				back = append(back, m)
+			}
+			if err != nil {
+				// A second break: the modules between the two are lost.
+				errs = append(errs, &WalkError{Addr: at, Err: fmt.Errorf("walking back from the list head: %w", err)})
 			}
 		}
 	}

@@ -56,7 +56,7 @@ func checkLoads(f *elfcore.File) error {
 
 func elfErr(err error) error {
 	if errors.Is(err, elfcore.ErrUnrecognizedFormat) {
-		return fmt.Errorf("%w (%v)", ErrUnrecognizedFormat, err)
+		return fmt.Errorf("%w (%w)", ErrUnrecognizedFormat, err)
 	}
 	return err
 }

@@ -51,7 +51,7 @@ var kdumpOpener = opener{
 
 func kdumpErr(err error) error {
 	if errors.Is(err, diskdump.ErrUnrecognizedFormat) {
-		return fmt.Errorf("%w (%v)", ErrUnrecognizedFormat, err)
+		return fmt.Errorf("%w (%w)", ErrUnrecognizedFormat, err)
 	}
 	return err
 }

@@ -95,6 +95,7 @@ func TestKdumpMatchesELF(t *testing.T) {
 
 	assert.Equal(t, "kdump", dk.Format())
 	assert.Equal(t, "kdump-header", dk.InfoSource())
+	assert.Equal(t, InfoOrigin{Kind: InfoKdumpHeader}, dk.InfoOrigin())
 	assert.Equal(t, string(de.VMCOREINFO()), string(dk.VMCOREINFO()))
 	assert.Equal(t, "x86_64", dk.Arch().Name)
 	assert.Equal(t, "kdump-header", dk.Arch().Source)

@@ -32,6 +32,7 @@ const (
 // container did not carry it.
 func (d *Dump) findInMemory(a Arch, opt Options) {
 	if at, text, src, ok := d.noteInMemory(a, opt.ScanLimit); ok {
+		d.origin = InfoOrigin{Kind: src, Addr: at}
 		d.raw, d.infoSource = text, fmt.Sprintf("%s at %#x", src, at)
 	}
 }
@@ -58,7 +59,7 @@ func (d *Dump) noteInMemory(a Arch, scanLimit int64) (at uint64, text []byte, so
 	if a.Name == "s390x" || a.Name == "s390" {
 		if at, err := memory.Uint64(phys, binary.BigEndian, s390LowcoreVmcoreInfo); err == nil && at != 0 {
 			if text, ok := noteAt(phys, at, binary.BigEndian); ok {
-				return at, text, "s390-lowcore", true
+				return at, text, InfoS390Lowcore, true
 			}
 		}
 	}
@@ -70,7 +71,7 @@ func (d *Dump) noteInMemory(a Arch, scanLimit int64) (at uint64, text []byte, so
 		limit = DefaultScanLimit
 	}
 	at, text, ok = scanForNote(phys, d.be.ranges, a, uint64(limit))
-	return at, text, "memory-scan", ok
+	return at, text, InfoMemoryScan, ok
 }
 
 // scanForNote reads the saved ranges in ascending order, in scanChunk

@@ -103,6 +103,7 @@ type Dump struct {
 	info       *vmcoreinfo.Info
 	infoErr    error
 	infoSource string
+	origin     InfoOrigin
 
 	arch     Arch
 	pageSize int
@@ -266,7 +267,8 @@ func (d *Dump) init(opt Options) error {
 	}
 	if !opt.ForceScan {
 		if raw := d.be.vmcoreinfo(); len(raw) > 0 {
-			d.raw, d.infoSource = raw, d.containerSource()
+			d.origin = InfoOrigin{Kind: d.containerSource()}
+			d.raw, d.infoSource = raw, d.origin.Kind
 		}
 	}
 	arch := d.be.machine()
@@ -294,10 +296,10 @@ func (d *Dump) init(opt Options) error {
 }
 
 func (d *Dump) containerSource() string {
-	if _, ok := d.be.(*elfBackend); ok {
-		return "elf-note"
+	if d.ELFCore() != nil {
+		return InfoELFNote
 	}
-	return "kdump-header"
+	return InfoKdumpHeader
 }
 
 // Format names the container: "elf", "elf-flattened", "kdump", "kdump-flattened" or
@@ -321,6 +323,29 @@ func (d *Dump) InfoErr() error { return d.infoErr }
 // "s390-lowcore at 0x…" or "memory-scan at 0x…" (the physical address of
 // the note header), or "" when it was not found.
 func (d *Dump) InfoSource() string { return d.infoSource }
+
+// Where VMCOREINFO can come from, as InfoOrigin.Kind names it.
+const (
+	InfoELFNote     = "elf-note"     // the ELF core's VMCOREINFO note
+	InfoKdumpHeader = "kdump-header" // the kdump sub-header's VMCOREINFO
+	InfoS390Lowcore = "s390-lowcore" // the note the s390 lowcore points to
+	InfoMemoryScan  = "memory-scan"  // a scan of physical memory for the note
+)
+
+// InfoOrigin says where VMCOREINFO came from, as values: what InfoSource
+// says in text.
+type InfoOrigin struct {
+	Kind string // InfoELFNote, InfoKdumpHeader, InfoS390Lowcore, InfoMemoryScan; "" when not found
+	// Addr is the physical address of the note header when it was found
+	// in memory (InfoS390Lowcore, InfoMemoryScan).
+	Addr uint64
+}
+
+// InMemory reports whether the note was found in physical memory, at Addr.
+func (o InfoOrigin) InMemory() bool { return o.Kind == InfoS390Lowcore || o.Kind == InfoMemoryScan }
+
+// InfoOrigin returns where VMCOREINFO came from.
+func (d *Dump) InfoOrigin() InfoOrigin { return d.origin }
 
 // Physical returns a reader over the dump's physical memory. Unsaved
 // addresses fail with a *memory.FaultError wrapping memory.ErrNotSaved.

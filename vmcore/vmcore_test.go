@@ -103,6 +103,7 @@ func TestOpenELF(t *testing.T) {
 	assert.NoError(t, d.InfoErr())
 	assert.Equal(t, "6.1.0-test-amd64", d.Info().OSRelease())
 	assert.Equal(t, "elf-note", d.InfoSource())
+	assert.Equal(t, InfoOrigin{Kind: InfoELFNote}, d.InfoOrigin())
 	assert.Equal(t, Arch{Name: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Source: "elf"}, d.Arch())
 	assert.Equal(t, 4096, d.PageSize())
 	cpus := d.CPUs()
@@ -245,6 +246,7 @@ func TestScanFallback(t *testing.T) {
 			defer d.Close()
 			require.NotNil(t, d.Info(), "source %q", d.InfoSource())
 			assert.Equal(t, fmt.Sprintf("memory-scan at %#x", tc.at), d.InfoSource())
+			assert.Equal(t, InfoOrigin{Kind: InfoMemoryScan, Addr: tc.at}, d.InfoOrigin())
 			if tc.m == elf.EM_PPC64 {
 				assert.Equal(t, 65536, d.PageSize())
 				assert.Equal(t, "ppc64", d.Arch().Name)
@@ -475,6 +477,7 @@ func TestFlattenedELF(t *testing.T) {
 			require.NoError(t, err)
 			defer d.Close()
 			assert.Equal(t, "elf-flattened", d.Format())
+			assert.Equal(t, InfoOrigin{Kind: InfoELFNote}, d.InfoOrigin())
 			assert.Equal(t, infoX86, string(d.VMCOREINFO()))
 			require.NotNil(t, d.ELFCore())
 			got := make([]byte, len(ram))

@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
-// examples holds one example per command, printed by "COMMAND --help".
-// A new command adds its own.
+// examples holds one example per command, printed by "COMMAND --help";
+// its keys are also the commands "did you mean" knows. A new command adds
+// its own.
 var examples = map[string]string{
 	"all":     "kdump-syms all vmcore > kallsyms.txt",
 	"addr":    "kdump-syms addr vmcore ffffffff81a2b3c4; kdump-syms addr vmcore - < oops.txt",
@@ -18,14 +21,12 @@ var examples = map[string]string{
 	"extract": "kdump-syms extract -o small.elf vmcore",
 }
 
-// commands are the names dispatch knows, for "did you mean".
-var commands = []string{"all", "addr", "name", "info", "modules", "extract", "help", "version"}
-
 // suggest returns the known command nearest to cmd (at most two edits
 // away, or one of which cmd is a prefix), or "".
 func suggest(cmd string) string {
 	best, bestD := "", 3
-	for _, c := range commands {
+	names := append(slices.Sorted(maps.Keys(examples)), "help", "version")
+	for _, c := range names {
 		d := editDistance(cmd, c)
 		if len(cmd) >= 2 && strings.HasPrefix(c, cmd) {
 			d = min(d, 1)

@@ -3,13 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/corrupttest"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -76,42 +75,8 @@ func brokenKallsymsCopy(t *testing.T, src string) string {
 	return corruptCopy(t, src, k.Layout.TokenTable.Addr, 256)
 }
 
-// corruptCopy copies an ELF dump and overwrites n bytes at kernel virtual
-// address va with 0xff.
 func corruptCopy(t *testing.T, src string, va uint64, n int) string {
-	t.Helper()
-	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, src)
-	require.NoError(t, err)
-	defer s.Close()
-	tr, err := s.Dump().Translator()
-	require.NoError(t, err)
-	pa, err := tr.Translate(va)
-	require.NoError(t, err)
-	ec := s.Dump().ELFCore()
-	require.NotNil(t, ec)
-	off := int64(-1)
-	for _, sg := range ec.Segments() {
-		if pa >= sg.Paddr && pa-sg.Paddr < sg.Filesz {
-			off = sg.Off + int64(pa-sg.Paddr)
-		}
-	}
-	require.GreaterOrEqual(t, off, int64(0))
-	dst := filepath.Join(t.TempDir(), "broken-"+filepath.Base(src))
-	in, err := os.Open(src)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := os.Create(dst)
-	require.NoError(t, err)
-	_, err = io.Copy(out, in)
-	require.NoError(t, err)
-	junk := make([]byte, n)
-	for i := range junk {
-		junk[i] = 0xff
-	}
-	_, err = out.WriteAt(junk, off)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
-	return dst
+	return corrupttest.Copy(t, src, va, n)
 }
 
 // TestBrokenKallsyms: on every corpus guest's ELF dump with its kallsyms
