@@ -149,7 +149,8 @@ func (o *oopsReader) annotate(line string) []insertion {
 	for k, t := range toks {
 		switch t.kind {
 		case tokSymbol:
-			if o.addresses {
+			// "[<addr>] ? sym": the frame has its address already.
+			if o.addresses && !(k > 0 && toks[k-1].kind == tokAddr && t.gapOnly(line, toks[k-1])) {
 				if a, ok := o.reverse(t); ok {
 					ins = append(ins, insertion{at: t.start, text: fmt.Sprintf("[<%0*x>] ", o.digits, a)})
 				}
