@@ -363,6 +363,24 @@ func TestLookupKernelRules(t *testing.T) {
 				}
 			}
 			t.Logf("%d addresses: %d in a symbol, %d in none; the file answered %d", len(addrs), found, missing, fileAnswered)
+
+			// Per-CPU symbols end with the per-CPU area, through the dump
+			// and through the file.
+			if pce, ok := o.sections["__per_cpu_end"]; ok && pce < o.sections["_stext"] {
+				k, ok := s.Chain().Finder(kdumpsyms.FinderKallsyms)
+				require.True(t, ok)
+				n := 0
+				for _, f := range []symfinder.Finder{k, file} {
+					_ = f.Find(symfinder.Query{Kind: symfinder.All}, func(sym symfinder.Symbol) bool {
+						if sym.Module == "" && sym.Addr <= pce {
+							n++
+							assert.LessOrEqual(t, sym.Addr+sym.Size, pce, "%s", sym)
+						}
+						return true
+					})
+				}
+				assert.Greater(t, n, 100)
+			}
 			assert.Greater(t, found, 3000)
 			assert.Greater(t, missing, 1000)
 		})
