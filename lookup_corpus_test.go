@@ -303,6 +303,20 @@ func TestLookupKernelRules(t *testing.T) {
 			file, err := symfinder.ParseKallsyms(bytes.NewReader(g.KallsymsText(t)), "file")
 			require.NoError(t, err)
 
+			// A System.map of the same kernel, at link-time addresses.
+			slide, _ := s.KASLROffset()
+			var smap strings.Builder
+			text := o.sections["_text"]
+			for _, e := range o.vm {
+				a := e.Addr
+				if e.Type != 'A' && e.Type != 'a' && a >= text {
+					a -= slide
+				}
+				fmt.Fprintf(&smap, "%016x %c %s\n", a, e.Type, e.Name)
+			}
+			sysmap, err := symfinder.ParseSystemMap(strings.NewReader(smap.String()), "System.map", slide)
+			require.NoError(t, err)
+
 			rng := rand.New(rand.NewPCG(1, uint64(len(g.Name))))
 			addrs := o.probeAddrs(g.Arch(), rng)
 
@@ -351,6 +365,15 @@ func TestLookupKernelRules(t *testing.T) {
 				}
 				if o.incl && want.name != "" && want.module == "" && fh.name == "" {
 					continue // a range's last address, which only kernels before 5.16 answer
+				}
+				// The System.map: vmlinux exactly, modules not at all.
+				var mh oracleHit
+				if hits := collectHits(sysmap, a); len(hits) > 0 {
+					mh = oracleHit{name: hits[0].Name, module: hits[0].Module, addr: hits[0].Addr, size: hits[0].Size}
+				}
+				if wm := want; (wm.module == "" && mh != wm || wm.module != "" && mh.name != "") && bad < 20 {
+					t.Errorf("%#x: System.map gives %v, the kernel %v", a, mh, want)
+					bad++
 				}
 				if want.module == "" && fh.module == "" {
 					if fh != want && bad < 20 {
