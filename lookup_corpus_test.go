@@ -387,6 +387,34 @@ func TestLookupKernelRules(t *testing.T) {
 			}
 			t.Logf("%d addresses: %d in a symbol, %d in none; the file answered %d", len(addrs), found, missing, fileAnswered)
 
+			// Pseudo-modules (BPF programs and trampolines, ftrace
+			// trampolines, kprobe pages) cover their exact ranges: each
+			// answers at its start and, where it has one, not at its end.
+			if g.ExpectModules() {
+				require.NoError(t, s.Chain().SetOrder(kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules,
+					kdumpsyms.FinderFtrace, kdumpsyms.FinderBPF, kdumpsyms.FinderKprobes))
+				pseudo := 0
+				for _, e := range g.Kallsyms(t) {
+					if e.Kind != testutil.SymBPF && e.Kind != testutil.SymPseudo {
+						continue
+					}
+					sym, err := s.Chain().Lookup(e.Addr)
+					if !assert.NoError(t, err, "%s [%s]", e.Name, e.Module) {
+						continue
+					}
+					pseudo++
+					assert.Equal(t, e.Module, sym.Module, e.Name)
+					assert.Equal(t, e.Addr, sym.Addr, e.Name)
+					assert.False(t, sym.SizeDerived, e.Name)
+					if sym.Size > 0 {
+						if end, err := s.Chain().Lookup(e.Addr + sym.Size); err == nil {
+							assert.NotEqual(t, sym.Name, end.Name, "%s reaches past its end", e.Name)
+						}
+					}
+				}
+				t.Logf("%d pseudo-module symbols", pseudo)
+			}
+
 			// Per-CPU symbols end with the per-CPU area, through the dump
 			// and through the file.
 			if pce, ok := o.sections["__per_cpu_end"]; ok && pce < o.sections["_stext"] {
