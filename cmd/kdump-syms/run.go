@@ -303,6 +303,9 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR... | addr [flags] VMCORE -")
 	c.register(fs)
 	addresses := fs.Bool("addresses", false, `with "-": add the address of each symbolic frame (sym+off [mod]), for objdump or gdb`)
+	if err := negativeAddress(args); err != nil {
+		return err
+	}
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
