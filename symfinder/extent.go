@@ -201,7 +201,12 @@ func (ix *Index) findExtent(a uint64, yield func(Symbol) bool) {
 // sizeExtent is Size under SetExtents.
 func (ix *Index) sizeExtent(i int) (uint64, bool, bool) {
 	if ix.isSkipped(i) {
-		return 0, false, false
+		// No extent: the recorded size, else unknown (a module's per-CPU
+		// symbol would otherwise stretch to its module's text).
+		if ix.sizes != nil {
+			return ix.sizes[i], false, true
+		}
+		return 0, false, true
 	}
 	a := ix.addr(i)
 	r, ok := ix.rangeAt(a, false)
