@@ -142,3 +142,34 @@ func TestOopsLineBuffered(t *testing.T) {
 	inW.Close()
 	require.NoError(t, <-done)
 }
+
+// BenchmarkOops symbolizes a 40-line oops of mixed forms.
+func BenchmarkOops(b *testing.B) {
+	var in strings.Builder
+	in.WriteString("[  12.345678] RIP: 0010:do_sys_open+0x14/0x60\n[  12.345679] RAX: 0000000000000000 RBX: ffff888003a8c000 RCX: ffffffff8110a2a0\n[  12.345680] Call Trace:\n[  12.345681]  <TASK>\n")
+	for i := range 16 {
+		in.WriteString("[  12.345682]  ? do_sys_open+0x14/0x60\n")
+		in.WriteString("[  12.345683]  [<ffffffff8110a2b4>] ? 0xffffffffc0a1b2c4\n")
+		if i%4 == 0 {
+			in.WriteString("[  12.345684]  xfs_file_write_iter+0x5e/0xb00 [xfs]\n")
+		}
+	}
+	in.WriteString("[  12.345690]  </TASK>\n[  12.345691] Code: 48 89 e5 <0f> 0b\n")
+	text := in.String()
+	for _, addresses := range []bool{false, true} {
+		name := "default"
+		if addresses {
+			name = "addresses"
+		}
+		b.Run(name, func(b *testing.B) {
+			o := newTestOops(b, addresses)
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := o.symbolizeStream(strings.NewReader(text), io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
