@@ -30,8 +30,8 @@ with no vmlinux and no debug info.
 
 Usage:
   kdump-syms all     [flags] VMCORE            every symbol, as /proc/kallsyms printed it
-  kdump-syms addr    [flags] VMCORE ADDR...    symbolize addresses ("-": symbolize stdin text)
-  kdump-syms name    [flags] VMCORE NAME...    symbols by name (--glob, --regexp)
+  kdump-syms addr    [flags] VMCORE ADDR...    symbolize addresses, or NAME+0xOFF [MOD] in reverse ("-": an oops on stdin)
+  kdump-syms name    [flags] VMCORE NAME...    symbols by name (MOD:NAME, --module, --glob, --regexp)
   kdump-syms info    [flags] VMCORE            what the dump is and how it was decoded
   kdump-syms modules [flags] VMCORE            the module list, like /proc/modules
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
@@ -300,7 +300,7 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 
 func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR... | addr [flags] VMCORE -")
+	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR|NAME+0xOFF[/0xSIZE] [MOD]... | addr [flags] VMCORE -")
 	c.register(fs)
 	addresses := fs.Bool("addresses", false, `with "-": add the address of each symbolic frame (sym+off [mod]), for objdump or gdb`)
 	if err := negativeAddress(args); err != nil {
