@@ -27,6 +27,11 @@ func TestOopsCorpus(t *testing.T) {
 				}
 			}
 			slices.SortStableFunc(vm, func(a, b testutil.KallsymsEntry) int { return cmp.Compare(a.Addr, b.Addr) })
+			// Addresses print as wide as the kernel's pointers.
+			digits := 16
+			if vm[len(vm)-1].Addr < 1<<32 {
+				digits = 8
+			}
 			names := map[string]int{}
 			for _, e := range vm {
 				names[e.Name]++
@@ -51,13 +56,13 @@ func TestOopsCorpus(t *testing.T) {
 				// Modern symbolic frame.
 				fmt.Fprintf(&in, " %s%s\n", q, sym)
 				fmt.Fprintf(&want, " %s%s\n", q, sym)
-				fmt.Fprintf(&wantAddrs, " %s[<%016x>] %s\n", q, e.Addr+5, sym)
+				fmt.Fprintf(&wantAddrs, " %s[<%0*x>] %s\n", q, digits, e.Addr+5, sym)
 				// 3.x frame with its symbol: untouched.
-				fmt.Fprintf(&in, " [<%016x>] %s%s\n", e.Addr+5, q, sym)
-				fmt.Fprintf(&want, " [<%016x>] %s%s\n", e.Addr+5, q, sym)
-				fmt.Fprintf(&wantAddrs, " [<%016x>] %s%s\n", e.Addr+5, q, sym)
+				fmt.Fprintf(&in, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
+				fmt.Fprintf(&want, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
+				fmt.Fprintf(&wantAddrs, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
 				// A bare return address at the function's end.
-				end := fmt.Sprintf(" %s0x%016x", q, next.Addr)
+				end := fmt.Sprintf(" %s0x%0*x", q, digits, next.Addr)
 				fmt.Fprintf(&in, "%s\n", end)
 				fmt.Fprintf(&want, "%s %s+%#x/%#x\n", end, e.Name, size, size)
 				fmt.Fprintf(&wantAddrs, "%s %s+%#x/%#x\n", end, e.Name, size, size)
