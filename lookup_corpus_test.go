@@ -313,6 +313,20 @@ func TestLookupKernelRules(t *testing.T) {
 			file, err := symfinder.ParseKallsyms(bytes.NewReader(g.KallsymsText(t)), "file")
 			require.NoError(t, err)
 
+			// A System.map of the same kernel, at link-time addresses.
+			slide, _ := s.KASLROffset()
+			var smap strings.Builder
+			text := o.sections["_text"]
+			for _, e := range o.vm {
+				a := e.Addr
+				if e.Type != 'A' && e.Type != 'a' && a >= text {
+					a -= slide
+				}
+				fmt.Fprintf(&smap, "%016x %c %s\n", a, e.Type, e.Name)
+			}
+			sysmap, err := symfinder.ParseSystemMap(strings.NewReader(smap.String()), "System.map", slide)
+			require.NoError(t, err)
+
 			rng := rand.New(rand.NewPCG(1, uint64(len(g.Name))))
 			addrs := o.probeAddrs(g.Arch(), rng)
 
@@ -371,6 +385,15 @@ func TestLookupKernelRules(t *testing.T) {
 				if o.incl && want.name != "" && want.module == "" && fh.name == "" {
 					continue // a range's last address, which only kernels before 5.16 answer
 				}
+				// The System.map: vmlinux exactly, modules not at all.
+				var mh oracleHit
+				if hits := collectHits(sysmap, a); len(hits) > 0 {
+					mh = oracleHit{name: hits[0].Name, module: hits[0].Module, addr: hits[0].Addr, size: hits[0].Size}
+				}
+				if wm := want; (wm.module == "" && mh != wm || wm.module != "" && mh.name != "") && bad < 20 {
+					t.Errorf("%#x: System.map gives %v, the kernel %v", a, mh, want)
+					bad++
+				}
 				if want.module == "" && fh.module == "" {
 					if fh != want && bad < 20 {
 						t.Errorf("%#x: file gives %v, the kernel %v", a, fh, want)
@@ -382,6 +405,52 @@ func TestLookupKernelRules(t *testing.T) {
 				}
 			}
 			t.Logf("%d addresses: %d in a symbol, %d in none; the file answered %d", len(addrs), found, missing, fileAnswered)
+
+			// Pseudo-modules (BPF programs and trampolines, ftrace
+			// trampolines, kprobe pages) cover their exact ranges: each
+			// answers at its start and, where it has one, not at its end.
+			if g.ExpectModules() {
+				require.NoError(t, s.Chain().SetOrder(kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules,
+					kdumpsyms.FinderFtrace, kdumpsyms.FinderBPF, kdumpsyms.FinderKprobes))
+				pseudo := 0
+				for _, e := range g.Kallsyms(t) {
+					if e.Kind != testutil.SymBPF && e.Kind != testutil.SymPseudo {
+						continue
+					}
+					sym, err := s.Chain().Lookup(e.Addr)
+					if !assert.NoError(t, err, "%s [%s]", e.Name, e.Module) {
+						continue
+					}
+					pseudo++
+					assert.Equal(t, e.Module, sym.Module, e.Name)
+					assert.Equal(t, e.Addr, sym.Addr, e.Name)
+					assert.False(t, sym.SizeDerived, e.Name)
+					if sym.Size > 0 {
+						if end, err := s.Chain().Lookup(e.Addr + sym.Size); err == nil {
+							assert.NotEqual(t, sym.Name, end.Name, "%s reaches past its end", e.Name)
+						}
+					}
+				}
+				t.Logf("%d pseudo-module symbols", pseudo)
+			}
+
+			// Per-CPU symbols end with the per-CPU area, through the dump
+			// and through the file.
+			if pce, ok := o.sections["__per_cpu_end"]; ok && pce < o.sections["_stext"] {
+				k, ok := s.Chain().Finder(kdumpsyms.FinderKallsyms)
+				require.True(t, ok)
+				n := 0
+				for _, f := range []symfinder.Finder{k, file} {
+					_ = f.Find(symfinder.Query{Kind: symfinder.All}, func(sym symfinder.Symbol) bool {
+						if sym.Module == "" && sym.Addr <= pce {
+							n++
+							assert.LessOrEqual(t, sym.Addr+sym.Size, pce, "%s", sym)
+						}
+						return true
+					})
+				}
+				assert.Greater(t, n, 100)
+			}
 			assert.Greater(t, found, 3000)
 			assert.Greater(t, missing, 600)
 		})

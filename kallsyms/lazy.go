@@ -16,7 +16,11 @@ import (
 // the names of the symbols it returns through the markers (a block of 256
 // names is read and indexed on first use and kept). A lookup by name binary-searches
 // kallsyms_seqs_of_names where the kernel has it, and otherwise expands
-// every name once into an Index. Answers are identical to the Index Load
+// every name once into an Index. Lookups by address answer only where the
+// kernel does (see symfinder.KernelRanges), which needs the section
+// symbols (_stext, _etext, _end, ...): found through seqs_of_names, or on
+// kernels without it (before 6.2) by expanding every name on the first
+// lookup by address too. Answers are identical to the Index Load
 // builds without Options.Lazy, provided the tables validate (the lazy
 // finder checks only the blocks it reads; an Index checks everything).
 //

@@ -9,5 +9,11 @@
 // never an error for a finder; only the Chain's single-result lookups turn
 // "no finder had it" into an error wrapping [ErrNotFound].
 //
+// Lookups by address follow the kernel's own rules where a source sets
+// them (Builder.SetExtents, KernelRanges): a symbol covers up to the next
+// one, only inside the ranges the kernel answers in (vmlinux's
+// is_ksym_addr, a module's memory regions), so that an address no symbol
+// covers is not found and the chain's next finder gets it.
+//
 // This package imports nothing else of kdump-syms.
 package symfinder

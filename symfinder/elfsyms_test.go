@@ -260,3 +260,48 @@ func TestELFSymbolsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestELFSymbolsExtents: a vmlinux with its section symbols answers as
+// the kernel does (up to the next symbol, inside _stext.._end, per-CPU
+// offsets answering nothing), the st_size staying in ELFSize.
+func TestELFSymbolsExtents(t *testing.T) {
+	saved := testSyms
+	defer func() { testSyms = saved }()
+	testSyms = append(append([]testSym(nil), saved...),
+		testSym{"_stext", elf.STT_NOTYPE, elf.STB_GLOBAL, 1, 0xffffffff81000000, 0, 'T'},
+		testSym{"__per_cpu_start", elf.STT_NOTYPE, elf.STB_GLOBAL, 5, 0, 0, 'D'},
+		testSym{"__per_cpu_end", elf.STT_NOTYPE, elf.STB_GLOBAL, 5, 0x2d000, 0, 'D'},
+		testSym{"_end", elf.STT_NOTYPE, elf.STB_GLOBAL, 4, 0xffffffff82201000, 0, 'B'},
+	)
+	const slide = 0x2c000000
+	ix, err := NewELFSymbols(bytes.NewReader(buildELF64(t, binary.LittleEndian)), "vmlinux", slide)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		addr uint64
+		want string
+	}{
+		{0xffffffff81000010 + slide, "_text+0x10/0x100"},       // _stext, _text, startup_64 alias; up to weak_fn
+		{0xffffffff81000090 + slide, "_text+0x90/0x100"},       // past st_size 0x70: the padding is startup_64's
+		{0xffffffff810001ff + slide, "verify_cpu+0xf/0x10"},    // up to resolver
+		{0xffffffff81000210 + slide, "resolver+0x10/0xfffe00"}, // on to linux_banner in .rodata
+		{0xffffffff82200fff + slide, "bss_local+0xeff/0xf00"},  // up to _end
+		{0xffffffff82201000 + slide, ""},                       // _end is past the range
+		{0xffffffff80ffffff + slide, ""},                       // below _stext
+		{0x1000, ""}, {0x2d000, ""}, {0x1234, ""}, {0, ""},     // per-CPU offsets and absolutes
+	} {
+		var got string
+		if s, ok := ix.Lookup(tc.addr); ok {
+			got = s.Format(tc.addr)
+		}
+		assert.Equal(t, tc.want, got, "%#x", tc.addr)
+	}
+	hits := collect(ix, Query{Kind: ByAddr, Addr: 0xffffffff81000090 + slide})
+	require.Equal(t, []string{"_text", "startup_64", "_stext"}, names(hits))
+	assert.EqualValues(t, 0x70, hits[1].ELFSize)
+	assert.EqualValues(t, 0x100, hits[1].Size)
+	// cpu_debug_store's size ends with the per-CPU area.
+	var cds Symbol
+	_ = ix.Find(Query{Kind: ByName, Name: "cpu_debug_store"}, func(s Symbol) bool { cds = s; return false })
+	assert.EqualValues(t, 0x1000, cds.ELFSize)
+	assert.EqualValues(t, 0x2c000, cds.Size, "up to __per_cpu_end, past the absolute abs_local")
+}

@@ -1,6 +1,7 @@
 package symfinder
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -200,7 +201,12 @@ func (ix *Index) findExtent(a uint64, yield func(Symbol) bool) {
 // sizeExtent is Size under SetExtents.
 func (ix *Index) sizeExtent(i int) (uint64, bool, bool) {
 	if ix.isSkipped(i) {
-		return 0, false, false
+		// No extent: the recorded size, else unknown (a module's per-CPU
+		// symbol would otherwise stretch to its module's text).
+		if ix.sizes != nil {
+			return ix.sizes[i], false, true
+		}
+		return 0, false, true
 	}
 	a := ix.addr(i)
 	r, ok := ix.rangeAt(a, false)
@@ -241,20 +247,23 @@ func KernelRanges(sym func(name string) (uint64, bool), inclusiveEnds bool) []Ra
 	if !ok || etext <= stext {
 		return rs
 	}
-	text := Range{Start: stext, End: etext, EndIncluded: inclusiveEnds, ToNextSymbol: true}
-	rs = append(rs, text)
+	rs = append(rs, Range{Start: stext, End: etext, EndIncluded: inclusiveEnds, ToNextSymbol: true})
 	if si, ok := sym("_sinittext"); ok {
 		if ei, ok := sym("_einittext"); ok && si < ei {
-			init := Range{Start: si, End: ei, EndIncluded: inclusiveEnds, ToNextSymbol: true}
-			switch {
-			case ei < stext || ei == stext && !inclusiveEnds:
-				rs = slices.Insert(rs, len(rs)-1, init)
-			case si > etext || si == etext && !inclusiveEnds:
-				rs = append(rs, init)
-			}
+			rs = append(rs, Range{Start: si, End: ei, EndIncluded: inclusiveEnds, ToNextSymbol: true})
 		}
 	}
-	return rs
+	// Sorted, and disjoint whatever the symbols say: a range overlapping
+	// one before it is dropped.
+	slices.SortStableFunc(rs, func(a, b Range) int { return cmp.Compare(a.Start, b.Start) })
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && !(out[n-1].End < r.Start || out[n-1].End == r.Start && !out[n-1].EndIncluded) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // kernelSectionNames are the symbols KernelRanges asks for.

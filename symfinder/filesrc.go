@@ -388,7 +388,7 @@ func (g *groupSet) setModuleExtents() {
 		r := Range{Start: syms[i].addr}
 		j := i + 1
 		for ; j < len(syms) && syms[j].group == k; j++ {
-			if b := pageAfter(syms[j-1].addr); b <= syms[j].addr && !(syms[j-1].text && syms[j].text) {
+			if b := pageAfter(syms[j-1].addr); b != 0 && b <= syms[j].addr && !(syms[j-1].text && syms[j].text) {
 				// A page boundary between two symbols of different
 				// sections may end a region: stop there.
 				r.End = b

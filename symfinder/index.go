@@ -364,7 +364,10 @@ func (b *Builder) Build() (*Index, error) {
 		ix.addrLo = slices.Clip(ix.addrLo)
 		ix.hiRuns = slices.Clip(ix.hiRuns)
 		ix.buildRadix()
-		return ix, b.finishExtents(ix)
+		if err := b.finishExtents(ix); err != nil {
+			return nil, err
+		}
+		return ix, nil
 	}
 	ix.addrs = slices.Clip(ix.addrs)
 	if !slices.IsSorted(ix.addrs) {
@@ -388,7 +391,10 @@ func (b *Builder) Build() (*Index, error) {
 	if ix.byAddr == nil && ix.sizes == nil {
 		ix.compact()
 	}
-	return ix, b.finishExtents(ix)
+	if err := b.finishExtents(ix); err != nil {
+		return nil, err
+	}
+	return ix, nil
 }
 
 func (b *Builder) finishExtents(ix *Index) error {
@@ -838,7 +844,7 @@ func (ix *Index) findName(name string, yield func(Symbol) bool) {
 // name index while it has not been built).
 func (ix *Index) MemoryBytes() int {
 	return 8*cap(ix.addrs) + 4*cap(ix.addrLo) + 16*cap(ix.hiRuns) + 4*cap(ix.nameOff) + cap(ix.names) + 8*cap(ix.sizes) +
-		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 4*cap(ix.radix) +
+		4*cap(ix.byAddr) + 8*cap(ix.maxLast) + 4*cap(ix.radix) + 8*cap(ix.skipped) + 24*cap(ix.ranges) +
 		4*cap(ix.byName.start) + 4*cap(ix.byName.entries)
 }
 

@@ -526,3 +526,39 @@ func TestSortByAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestExtentsErrors: ranges that overlap or run backwards make Build fail
+// with no index.
+func TestExtentsErrors(t *testing.T) {
+	for _, rs := range [][]Range{
+		{{Start: 0x2000, End: 0x1000}},
+		{{Start: 0x1000, End: 0x1000}},
+		{{Start: 0x1000, End: 0x3000}, {Start: 0x2000, End: 0x4000}},
+		{{Start: 0x1000, End: 0x2000, EndIncluded: true}, {Start: 0x2000, End: 0x4000}},
+	} {
+		b := NewBuilder("k", "")
+		b.AddString(0x1000, 'T', "a")
+		b.SetExtents(rs, nil)
+		ix, err := b.Build()
+		assert.Error(t, err, "%v", rs)
+		assert.Nil(t, ix)
+	}
+	// Touching ranges are fine, and each bounds its own symbols.
+	b := NewBuilder("k", "")
+	b.AddString(0x1000, 'T', "a")
+	b.AddString(0x2000, 'T', "b")
+	b.SetExtents([]Range{{Start: 0x1000, End: 0x1800}, {Start: 0x1800, End: 0x3000}}, nil)
+	ix, err := b.Build()
+	require.NoError(t, err)
+	s, ok := ix.Lookup(0x17ff)
+	require.True(t, ok)
+	assert.Equal(t, "a+0x7ff/0x800", s.Format(0x17ff))
+	_, ok = ix.Lookup(0x1800)
+	assert.False(t, ok, "a lies in the range before")
+	s, ok = ix.Lookup(0x2fff)
+	require.True(t, ok)
+	assert.Equal(t, "b+0xfff/0x1000", s.Format(0x2fff))
+	size, derived := ix.Size(0)
+	assert.EqualValues(t, 0x800, size)
+	assert.True(t, derived)
+}

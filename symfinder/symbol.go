@@ -14,11 +14,15 @@ var ErrNotFound = errors.New("symbol not found")
 type Symbol struct {
 	Name string
 	Addr uint64
-	// Size is the symbol's length in bytes; 0 means unknown. Containment is
-	// tested as a-Addr < Size, which cannot overflow.
+	// Size is the symbol's extent in bytes as the kernel defines it, the
+	// size its %pS prints: up to the next symbol, within the range the
+	// kernel answers lookups in (see Builder.SetExtents); the recorded
+	// size where a source has no such rule (BPF images, trampolines). 0
+	// means unknown. Containment is tested as a-Addr < Size, which cannot
+	// overflow.
 	Size uint64
-	// SizeDerived reports that Size was not recorded by the kernel but
-	// derived from the next higher symbol address, as the kernel's own
+	// SizeDerived reports that Size was not recorded but derived from the
+	// next higher symbol address, as the kernel's own
 	// kallsyms_lookup_size_offset does.
 	SizeDerived bool
 	// ELFSize is the size the symbol table recorded (st_size of a module's

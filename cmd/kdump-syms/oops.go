@@ -19,6 +19,8 @@ package main
 //     [<addr>] lr : [<addr>] pstate: ..." lines (%pS);
 //   - register dumps ("RAX: ffffffff81e0a3c0 RBX: ..."): a value that
 //     lies in a symbol gets it, as crash's "bt -s" shows, others not;
+//   - arm's "[<addr>] (sym) from [<addr>] (sym+off/size)" and powerpc's
+//     "[sp] [addr] sym+off/size" keep the symbols they have;
 //   - "Code:" lines are left exactly as they are.
 //
 // With addresses set, each symbolic "sym+off/size [mod]" gets its address
@@ -149,7 +151,8 @@ func (o *oopsReader) annotate(line string) []insertion {
 	for k, t := range toks {
 		switch t.kind {
 		case tokSymbol:
-			if o.addresses {
+			// "[<addr>] ? sym": the frame has its address already.
+			if o.addresses && !(k > 0 && toks[k-1].kind == tokAddr && t.gapOnly(line, toks[k-1])) {
 				if a, ok := o.reverse(t); ok {
 					ins = append(ins, insertion{at: t.start, text: fmt.Sprintf("[<%0*x>] ", o.digits, a)})
 				}
@@ -161,7 +164,7 @@ func (o *oopsReader) annotate(line string) []insertion {
 			// A symbol right after the address (the frame already has
 			// one), or the same address again (3.x "RIP: 0010:[<a>]
 			// [<a>] sym"): nothing to add.
-			if k+1 < len(toks) && toks[k+1].gapOnly(line, t) {
+			if k+1 < len(toks) && toks[k+1].gapOnly(line, t) || parenSymbolAfter(line, t.end) {
 				continue
 			}
 			frame := !regs && (t.bracket || o.inTrace)
@@ -264,11 +267,36 @@ type token struct {
 // between them, and says the same thing again: a symbol, or the same
 // address.
 func (t token) gapOnly(line string, prev token) bool {
-	gap := strings.TrimSpace(line[prev.end:t.start])
-	if gap != "" && gap != "?" {
+	// Blanks, a "?", and the brackets of other architectures' frames:
+	// powerpc's "[sp] [addr] sym", arm's "[<addr>] (sym+off/size)".
+	gap := strings.Trim(line[prev.end:t.start], " \t]")
+	if gap != "" && gap != "?" && gap != "(" && gap != "? (" {
 		return false
 	}
 	return t.kind == tokSymbol || t.kind == tokAddr && t.addr == prev.addr
+}
+
+// parenSymbolAfter reports arm's "[<addr>] (name)" (%ps: a name without an
+// offset) right after an address: the frame has its symbol.
+func parenSymbolAfter(line string, end int) bool {
+	rest := strings.TrimLeft(line[end:], " \t")
+	if !strings.HasPrefix(rest, "(") {
+		return false
+	}
+	rp := strings.IndexByte(rest, ')')
+	if rp < 2 {
+		return false
+	}
+	name := rest[1:rp]
+	if !isNameStart(name[0]) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !isWord(name[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {

@@ -77,6 +77,9 @@ func TestOopsForms(t *testing.T) {
 		{name: "modern frames with --addresses", addresses: true,
 			in:   "Call Trace:\n <TASK>\n ? do_sys_open+0x14/0x60\n xfs_file_write_iter+0x5e/0xb00 [xfs]\n vfs_write+0xe1/0x200\n RIP: 0010:ksys_write+0x5/0x100\n",
 			want: "Call Trace:\n <TASK>\n ? [<ffffffff8110a2b4>] do_sys_open+0x14/0x60\n [<ffffffffc0a1b55e>] xfs_file_write_iter+0x5e/0xb00 [xfs]\n [<ffffffff8110a4e1>] vfs_write+0xe1/0x200\n RIP: 0010:[<ffffffff8110a605>] ksys_write+0x5/0x100\n"},
+		{name: "--addresses leaves a frame that has its address", addresses: true,
+			in:   " [<ffffffff8110a2b4>] ? do_sys_open+0x14/0x60\nRIP: 0010:[<ffffffff8110a2b4>]  [<ffffffff8110a2b4>] do_sys_open+0x14/0x60\n",
+			want: " [<ffffffff8110a2b4>] ? do_sys_open+0x14/0x60\nRIP: 0010:[<ffffffff8110a2b4>]  [<ffffffff8110a2b4>] do_sys_open+0x14/0x60\n"},
 		{name: "ambiguous name needs its size", addresses: true,
 			in:   " dup_name+0x10/0x80\n dup_name+0x10\n dup_name+0x10/0x100\n",
 			want: " [<ffffffff8110a910>] dup_name+0x10/0x80\n dup_name+0x10\n [<ffffffff8110a810>] dup_name+0x10/0x100\n"},
@@ -95,6 +98,10 @@ func TestOopsForms(t *testing.T) {
 			want: "pc : [<ffffffff8110a2b4>] do_sys_open+0x14/0x60 lr : [<ffffffff8110a300>] next_fn+0x0/0x100 pstate: 60000145\n"},
 		{name: "arm64 symbolic", in: "pc : do_sys_open+0x14/0x60\nlr : next_fn+0x0/0x100\nCall trace:\n do_sys_open+0x14/0x60\n",
 			want: "pc : do_sys_open+0x14/0x60\nlr : next_fn+0x0/0x100\nCall trace:\n do_sys_open+0x14/0x60\n"},
+		{name: "arm frames keep their symbols", in: "[<ffffffff8110a2b4>] (do_sys_open) from [<ffffffff8110a300>] (next_fn+0x0/0x100)\n",
+			want: "[<ffffffff8110a2b4>] (do_sys_open) from [<ffffffff8110a300>] (next_fn+0x0/0x100)\n"},
+		{name: "powerpc frames keep their symbols", in: "Call Trace:\n[ffff888003a8c000] [ffffffff8110a2b4] do_sys_open+0x14/0x60 (unreliable)\n",
+			want: "Call Trace:\n[ffff888003a8c000] [ffffffff8110a2b4] do_sys_open+0x14/0x60 (unreliable)\n"},
 		{name: "not addresses", in: "deadbeefffffffff81 xffffffff8110a2b4 ffffffff8110a2b4z 0x7ffd1234\n",
 			want: "deadbeefffffffff81 xffffffff8110a2b4 ffffffff8110a2b4z 0x7ffd1234\n"},
 		{name: "no newline at the end", in: "ffffffff8110a300", want: "ffffffff8110a300 next_fn+0x0/0x100"},
@@ -134,4 +141,35 @@ func TestOopsLineBuffered(t *testing.T) {
 	}
 	inW.Close()
 	require.NoError(t, <-done)
+}
+
+// BenchmarkOops symbolizes a 40-line oops of mixed forms.
+func BenchmarkOops(b *testing.B) {
+	var in strings.Builder
+	in.WriteString("[  12.345678] RIP: 0010:do_sys_open+0x14/0x60\n[  12.345679] RAX: 0000000000000000 RBX: ffff888003a8c000 RCX: ffffffff8110a2a0\n[  12.345680] Call Trace:\n[  12.345681]  <TASK>\n")
+	for i := range 16 {
+		in.WriteString("[  12.345682]  ? do_sys_open+0x14/0x60\n")
+		in.WriteString("[  12.345683]  [<ffffffff8110a2b4>] ? 0xffffffffc0a1b2c4\n")
+		if i%4 == 0 {
+			in.WriteString("[  12.345684]  xfs_file_write_iter+0x5e/0xb00 [xfs]\n")
+		}
+	}
+	in.WriteString("[  12.345690]  </TASK>\n[  12.345691] Code: 48 89 e5 <0f> 0b\n")
+	text := in.String()
+	for _, addresses := range []bool{false, true} {
+		name := "default"
+		if addresses {
+			name = "addresses"
+		}
+		b.Run(name, func(b *testing.B) {
+			o := newTestOops(b, addresses)
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := o.symbolizeStream(strings.NewReader(text), io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -56,6 +56,7 @@ type jsonSymbol struct {
 	Name        string `json:"name"`
 	Size        uint64 `json:"size"`
 	SizeDerived bool   `json:"size_derived,omitempty"`
+	ELFSize     uint64 `json:"elf_size,omitempty"` // st_size, where the symbol table records one
 	Module      string `json:"module,omitempty"`
 }
 
@@ -94,7 +95,7 @@ func (sw *symbolWriter) write(s symfinder.Symbol) error {
 	case "json":
 		j, err := json.Marshal(jsonSymbol{
 			Addr: string(appendHex(nil, s.Addr, sw.digits)), Type: s.Kind.String(), Name: s.Name,
-			Size: s.Size, SizeDerived: s.SizeDerived, Module: s.Module,
+			Size: s.Size, SizeDerived: s.SizeDerived, ELFSize: s.ELFSize, Module: s.Module,
 		})
 		if err != nil {
 			return err

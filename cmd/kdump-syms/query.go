@@ -157,3 +157,18 @@ func (q addrQuery) String() string {
 	}
 	return q.arg
 }
+
+// negativeAddress reports an argument such as "-1", which the flag parser
+// would take for an unknown flag, as the bad address it is.
+func negativeAddress(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) > 1 && a[0] == '-' && '0' <= a[1] && a[1] <= '9' {
+			_, err := parseAddrArg(a)
+			return err
+		}
+	}
+	return nil
+}

@@ -23,6 +23,9 @@ func TestAddrBadArguments(t *testing.T) {
 		assert.Equal(t, exitUsage, code, a)
 		assert.Contains(t, stderr, fmt.Sprintf("%q", a), a)
 	}
+	code, _, stderr := runCLI("addr", missing, "-1")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `"-1" is not an address (negative)`)
 	for _, tc := range []struct {
 		arg  string
 		want addrQuery

@@ -26,8 +26,8 @@ with no vmlinux and no debug info.
 Usage:
   kdump-syms --version                         module version and VCS revision
   kdump-syms all     [flags] VMCORE            every symbol, as /proc/kallsyms printed it
-  kdump-syms addr    [flags] VMCORE ADDR...    symbolize addresses ("-": symbolize stdin text)
-  kdump-syms name    [flags] VMCORE NAME...    symbols by name (--glob, --regexp)
+  kdump-syms addr    [flags] VMCORE ADDR...    symbolize addresses, or NAME+0xOFF [MOD] in reverse ("-": an oops on stdin)
+  kdump-syms name    [flags] VMCORE NAME...    symbols by name (MOD:NAME, --module, --glob, --regexp)
   kdump-syms info    [flags] VMCORE            what the dump is and how it was decoded
   kdump-syms modules [flags] VMCORE            the module list, like /proc/modules
   kdump-syms dmesg   [flags] VMCORE            the kernel log, as dmesg prints it
@@ -394,9 +394,12 @@ func (l reportingLookuper) Find(q symfinder.Query) ([]symfinder.Symbol, error) {
 
 func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	var c common
-	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR... | addr [flags] VMCORE -")
+	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR|NAME+0xOFF[/0xSIZE] [MOD]... | addr [flags] VMCORE -")
 	c.register(fs)
 	addresses := fs.Bool("addresses", false, `with "-": add the address of each symbolic frame (sym+off [mod]), for objdump or gdb`)
+	if err := negativeAddress(args); err != nil {
+		return err
+	}
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err

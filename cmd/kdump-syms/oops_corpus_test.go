@@ -1,0 +1,106 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOopsCorpus symbolizes, on every corpus dump (x86_64 and arm64), a
+// trace built from the ground truth in each frame form: symbolic frames
+// stay as they are and get their exact address with --addresses; frames
+// that already carry a symbol are never given a second one; bare return
+// addresses at the very end of a function are blamed on it, not on the
+// next one (%pB); and the "?" stays where it was.
+func TestOopsCorpus(t *testing.T) {
+	for g, dump := range corpusDumps(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			var vm []testutil.KallsymsEntry
+			for _, e := range g.Kallsyms(t) {
+				if e.Kind == testutil.SymVmlinux {
+					vm = append(vm, e)
+				}
+			}
+			slices.SortStableFunc(vm, func(a, b testutil.KallsymsEntry) int { return cmp.Compare(a.Addr, b.Addr) })
+			// Addresses print as wide as the kernel's pointers.
+			digits := 16
+			if vm[len(vm)-1].Addr < 1<<32 {
+				digits = 8
+			}
+			names := map[string]int{}
+			for _, e := range vm {
+				names[e.Name]++
+			}
+			var in, want, wantAddrs strings.Builder
+			in.WriteString("Call Trace:\n <TASK>\n")
+			want.WriteString("Call Trace:\n <TASK>\n")
+			wantAddrs.WriteString("Call Trace:\n <TASK>\n")
+			picked := 0
+			for i := 1; i+1 < len(vm) && picked < 60; i += 211 {
+				e, next := vm[i], vm[i+1]
+				if e.Type != 't' && e.Type != 'T' || vm[i-1].Addr == e.Addr || next.Addr <= e.Addr+8 || names[e.Name] != 1 {
+					continue
+				}
+				picked++
+				size := next.Addr - e.Addr
+				q := ""
+				if picked%2 == 0 {
+					q = "? "
+				}
+				sym := fmt.Sprintf("%s+0x5/%#x", e.Name, size)
+				// Modern symbolic frame.
+				fmt.Fprintf(&in, " %s%s\n", q, sym)
+				fmt.Fprintf(&want, " %s%s\n", q, sym)
+				fmt.Fprintf(&wantAddrs, " %s[<%0*x>] %s\n", q, digits, e.Addr+5, sym)
+				// 3.x frame with its symbol: untouched.
+				fmt.Fprintf(&in, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
+				fmt.Fprintf(&want, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
+				fmt.Fprintf(&wantAddrs, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
+				// A bare return address at the function's end.
+				end := fmt.Sprintf(" %s0x%0*x", q, digits, next.Addr)
+				fmt.Fprintf(&in, "%s\n", end)
+				fmt.Fprintf(&want, "%s %s+%#x/%#x\n", end, e.Name, size, size)
+				fmt.Fprintf(&wantAddrs, "%s %s+%#x/%#x\n", end, e.Name, size, size)
+			}
+			in.WriteString(" </TASK>\n")
+			want.WriteString(" </TASK>\n")
+			wantAddrs.WriteString(" </TASK>\n")
+			require.Greater(t, picked, 20)
+			for _, tc := range []struct {
+				flags []string
+				want  string
+			}{{nil, want.String()}, {[]string{"--addresses"}, wantAddrs.String()}} {
+				old := stdinReader
+				stdinReader = strings.NewReader(in.String())
+				code, stdout, stderr := runCLI(append(append([]string{"addr"}, tc.flags...), dump, "-")...)
+				stdinReader = old
+				require.Equal(t, exitOK, code, stderr)
+				assertSameText(t, tc.want, stdout)
+			}
+		})
+	}
+}
+
+func assertSameText(t *testing.T, want, got string) {
+	t.Helper()
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	bad := 0
+	for i := 0; i < max(len(w), len(g)) && bad < 8; i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			t.Errorf("line %d:\n want %q\n  got %q", i+1, a, b)
+			bad++
+		}
+	}
+}
