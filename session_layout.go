@@ -9,6 +9,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
@@ -104,7 +105,9 @@ func (s *Session) layout() (btflayout.Source, error) {
 			st.src, st.how = b, how
 			return
 		}
-		if s.opt.Layouts == LayoutsBTF {
+		if s.opt.Layouts == LayoutsBTF || errors.Is(btfErr, memory.ErrCorrupt) {
+			// A BTF that is there but does not parse is damage to
+			// report, not an absence to infer around.
 			st.err = fmt.Errorf("reading the dump's BTF: %w", btfErr)
 			return
 		}

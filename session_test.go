@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"strings"
+
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms"
@@ -24,28 +24,17 @@ func kallsymsLine(s symfinder.Symbol, digits int) string {
 	return l
 }
 
-// truthLines returns every line of the guest's /proc/kallsyms: vmlinux,
+// truthLines returns the lines of the guest's ExpectedAllText: vmlinux,
 // modules, and the ftrace, BPF and kprobes pseudo-modules the session's
 // chain covers after them.
 func truthLines(t *testing.T, g *testutil.CorpusGuest) []string {
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(g.KallsymsText(t)))
+	sc := bufio.NewScanner(bytes.NewReader(g.ExpectedAllText(t)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		out = append(out, sc.Text())
 	}
 	require.NoError(t, sc.Err())
-	return out
-}
-
-// vmlinuxLines returns the lines without a [module] column.
-func vmlinuxLines(lines []string) []string {
-	var out []string
-	for _, l := range lines {
-		if !strings.Contains(l, "\t") {
-			out = append(out, l)
-		}
-	}
 	return out
 }
 
@@ -56,9 +45,6 @@ func TestSessionCorpus(t *testing.T) {
 	for _, g := range testutil.Corpus(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			want := truthLines(t, g)
-			if !g.ExpectModules() {
-				want = vmlinuxLines(want)
-			}
 			formats := g.AvailableDumps()
 			if len(formats) == 0 {
 				t.Skipf("no dumps of %s in the cache: run testdata/vmcores/generate", g.Name)
@@ -79,9 +65,8 @@ func TestSessionCorpus(t *testing.T) {
 						fails := g.FinderFailures()
 						for sym, err := range s.Chain().All() {
 							if err != nil && len(fails) > 0 {
-								// No modules list or BTF without KALLSYMS_ALL,
-								// no BPF list without a JIT: reported, not
-								// silently empty.
+								// No ftrace, BPF or kprobes list heads without
+								// KALLSYMS_ALL: reported, not silently empty.
 								var fe *symfinder.FinderError
 								require.ErrorAs(t, err, &fe)
 								ff := testutil.FinderFailure{Finder: fe.Finder}

@@ -57,7 +57,7 @@ func TestExitStatus(t *testing.T) {
 		{"info/usage", []string{"info"}, exitUsage},
 		{"info/directory", []string{"info", dir}, exitError},
 		{"modules/ok", []string{"modules", good}, exitOK},
-		{"modules/nothing", []string{"modules", noBTF}, exitError},
+		{"modules/nothing", []string{"modules", broken}, exitError},
 		{"modules/usage", []string{"modules", "--bogus", good}, exitUsage},
 		{"extract/ok", []string{"extract", "-o", out(), good}, exitOK},
 		{"extract/partial", []string{"extract", "-o", out(), noBTF}, exitPartial},
