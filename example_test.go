@@ -29,14 +29,14 @@ func ExampleOpen() {
 		fmt.Printf("%s %#x %c %q\n", sym.Name, sym.Addr, sym.Kind, sym.Module)
 	}
 	// Address to symbol, as the kernel's %pS prints it.
-	sym, err := s.Chain().Lookup(0xffffffffb8a45d80 + 0x2a)
+	sym, err := s.Chain().Lookup(0xffffffffbba45d80 + 0x2a)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(strings.SplitN(sym.Format(0xffffffffb8a45d80+0x2a), "/", 2)[0])
+	fmt.Println(strings.SplitN(sym.Format(0xffffffffbba45d80+0x2a), "/", 2)[0])
 	// Output:
-	// vfs_read 0xffffffffb8a45d80 T ""
-	// xfs_fs_fill_super 0xffffffffc0587030 t "xfs"
+	// vfs_read 0xffffffffbba45d80 T ""
+	// xfs_fs_fill_super 0xffffffffc0367030 t "xfs"
 	// vfs_read+0x2a
 }
 
