@@ -342,7 +342,8 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	unresolved := 0
 	err = s.Phase("output", func() error {
 		if stdin {
-			o := &oopsReader{r: s.Chain(), digits: digits, minAddr: minAddr, addresses: *addresses, format: format}
+			o := &oopsReader{r: s.Chain(), digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
+				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386"}
 			err := o.symbolizeStream(stdinReader, stdout)
 			unresolved = o.unresolved
 			return err
