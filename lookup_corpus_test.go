@@ -263,6 +263,16 @@ func (o *kernelOracle) probeAddrs(arch string, rng *rand.Rand) []uint64 {
 			[2]uint64{0xffff800000000000, 0xffff80007fffffff}, // modules (without KASLR)
 			[2]uint64{0xffff800080000000, 0xfffffbffefffffff}, // vmalloc
 		)
+	case "i386":
+		spans = append(spans,
+			[2]uint64{0xc0000000, 0xc1000000}, // the direct map below the kernel
+			[2]uint64{0xd0000000, 0xff000000}, // vmalloc (modules among it)
+		)
+	case "s390x":
+		spans = append(spans,
+			[2]uint64{0x100000, 0x10000000},         // the identity map
+			[2]uint64{0x3ff00000000, 0x3fffe000000}, // vmalloc (modules among it)
+		)
 	}
 	for _, s := range spans {
 		for range 200 {
@@ -328,6 +338,12 @@ func TestLookupKernelRules(t *testing.T) {
 			lazyBad := 0
 			for _, a := range addrs {
 				want := o.lookup(a)
+				if want.size > 1<<62 {
+					// Before 5.16 without KALLSYMS_ALL the kernel answers
+					// _einittext itself, with _etext - _einittext as its
+					// size (a negative number); we give size 0.
+					continue
+				}
 				var got oracleHit
 				if sym, err := ls.Chain().Lookup(a); err == nil {
 					got = oracleHit{name: sym.Name, module: sym.Module, addr: sym.Addr, size: sym.Size}
@@ -341,6 +357,9 @@ func TestLookupKernelRules(t *testing.T) {
 			bad := 0
 			for _, a := range addrs {
 				want := o.lookup(a)
+				if want.size > 1<<62 {
+					continue // the kernel's negative size, as above
+				}
 				var got oracleHit
 				if sym, err := s.Chain().Lookup(a); err == nil {
 					got = oracleHit{name: sym.Name, module: sym.Module, addr: sym.Addr, size: sym.Size}
@@ -433,7 +452,7 @@ func TestLookupKernelRules(t *testing.T) {
 				assert.Greater(t, n, 100)
 			}
 			assert.Greater(t, found, 3000)
-			assert.Greater(t, missing, 1000)
+			assert.Greater(t, missing, 600)
 		})
 	}
 }

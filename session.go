@@ -35,9 +35,10 @@ type Options struct {
 	// Kallsyms tunes the kallsyms decoder; its Lazy field is set from Lazy.
 	Kallsyms kallsyms.Options
 	// Layout is where struct offsets come from for the module, ftrace, BPF
-	// and kprobes sources; nil means the BTF in the dump (see
-	// modsyms.Options).
+	// and kprobes sources; nil means the dump's own, as Layouts says.
 	Layout btflayout.Source
+	// Layouts says where struct offsets come from when Layout is nil.
+	Layouts LayoutMode
 	// VMLinux, SystemMap and KallsymsFile name extra symbol files, added to
 	// the chain after the dump's own sources as "vmlinux", "system.map" and
 	// "kallsyms-file". vmlinux and System.map addresses are shifted by the
@@ -63,9 +64,7 @@ type Session struct {
 	kall     *kallsyms.Result
 	kallErr  error
 
-	layOnce sync.Once
-	lay     btflayout.Source
-	layErr  error
+	laySt layState // session_layout.go
 
 	modOnce sync.Once
 	mods    *modsyms.Set
@@ -240,7 +239,7 @@ func (s *Session) Kallsyms() (*kallsyms.Result, error) {
 	s.kallOnce.Do(func() {
 		kmem, err := s.Kernel()
 		if err != nil {
-			s.kallErr = fmt.Errorf("kdumpsyms: kallsyms: %w", err)
+			s.kallErr = &NeedsError{Source: FinderKallsyms, Needs: NeedTranslation, Err: err}
 			return
 		}
 		t := s.stats.begin("kallsyms")
@@ -265,54 +264,28 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 	s.modOnce.Do(func() {
 		k, err := s.Kallsyms()
 		if err != nil {
-			s.modErr = fmt.Errorf("kdumpsyms: modules need the kernel's symbols: %w", err)
+			s.modErr = &NeedsError{Source: FinderModules, Needs: FinderKallsyms, Err: err}
 			return
 		}
 		kmem, _ := s.Kernel()
 		syms := modsyms.FromFinder(k.Finder())
 		arch := s.dump.Arch()
-		lay, err := s.layout()
+		lay, err := s.moduleLayout()
+		if err != nil {
+			s.modErr = &NeedsError{Source: FinderModules, Needs: NeedLayouts, Err: err}
+			return
+		}
+		head, err := s.moduleHead()
 		if err != nil {
 			s.modErr = fmt.Errorf("kdumpsyms: modules: %w", err)
 			return
 		}
-		opt := modsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize}
+		opt := modsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, Head: head, TypeInSize: s.typeInSize()}
 		t := s.stats.begin("modules")
 		s.mods, s.modErr = modsyms.Load(kmem, syms, opt)
 		s.stats.end(t)
 	})
 	return s.mods, s.modErr
-}
-
-// layout returns Options.Layout or, without one, the dump's own BTF (found
-// through the __start_BTF and __stop_BTF symbols), parsed once for every
-// source that needs struct offsets: modules, ftrace, BPF and kprobes.
-func (s *Session) layout() (btflayout.Source, error) {
-	if s.opt.Layout != nil {
-		return s.opt.Layout, nil
-	}
-	s.layOnce.Do(func() {
-		k, err := s.Kallsyms()
-		if err != nil {
-			s.layErr = err
-			return
-		}
-		syms := modsyms.FromFinder(k.Finder())
-		start, ok1 := syms("__start_BTF")
-		stop, ok2 := syms("__stop_BTF")
-		if !ok1 || !ok2 {
-			s.layErr = fmt.Errorf("the kernel's symbols have no __start_BTF/__stop_BTF (a kernel without CONFIG_DEBUG_INFO_BTF, or before v6.10 without CONFIG_KALLSYMS_ALL): supply struct layouts from a vmlinux with debug info or a layout table: %w", btflayout.ErrNoBTF)
-			return
-		}
-		kmem, _ := s.Kernel()
-		t := s.stats.begin("btf")
-		s.lay, s.layErr = btflayout.FromMemory(kmem, start, stop)
-		s.stats.end(t)
-		if s.layErr != nil {
-			s.layErr = fmt.Errorf("reading the dump's BTF: %w", s.layErr)
-		}
-	})
-	return s.lay, s.layErr
 }
 
 // Close closes the dump.

@@ -1,7 +1,6 @@
 package kdumpsyms
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/bpfsyms"
@@ -72,13 +71,13 @@ func (s *Session) pseudo(i int) (*bpfsyms.Set, error) {
 		name := pseudoSources[i].name
 		k, err := s.Kallsyms()
 		if err != nil {
-			p.errs[i] = fmt.Errorf("kdumpsyms: %s needs the kernel's symbols: %w", name, err)
+			p.errs[i] = &NeedsError{Source: name, Needs: FinderKallsyms, Err: err}
 			return
 		}
 		syms := bpfsyms.Symbols(modsyms.FromFinder(k.Finder()))
 		lay, err := s.layout()
 		if err != nil {
-			p.errs[i] = fmt.Errorf("kdumpsyms: %s: %w", name, err)
+			p.errs[i] = &NeedsError{Source: name, Needs: NeedLayouts, Err: err}
 			return
 		}
 		kmem, _ := s.Kernel()

@@ -15,12 +15,19 @@ const bpfSymType = 't'
 // (128 until v6.1): bpf_get_prog_name truncates to KSYM_NAME_LEN-1 bytes.
 const oldKsymNameLen = 128
 
+// dataWitness is a data symbol every kernel has: its presence shows that
+// kallsyms lists data symbols (CONFIG_KALLSYMS_ALL), so that a data symbol
+// it lacks is one the kernel lacks.
+const dataWitness = "init_task"
+
 // LoadBPF walks the kernel's bpf_kallsyms list and returns its entries as
 // a set named "bpf": type 't', module "bpf", each of size end-start so that
 // an address past an image's end is not in it.
 //
-// A nil set comes with an error wrapping ErrMissingInfo (no bpf_kallsyms
-// symbol, no struct bpf_ksym or bpf_prog_aux layout, btflayout.ErrNoBTF) or
+// A kernel whose kallsyms has data symbols but no bpf_kallsyms was built
+// without CONFIG_BPF_JIT: its set is empty, with no error. A nil set comes
+// with an error wrapping ErrMissingInfo (no bpf_kallsyms symbol in a
+// kallsyms without data symbols, no struct bpf_ksym or bpf_prog_aux layout, btflayout.ErrNoBTF) or
 // a *memory.FaultError (the list head cannot be read). Otherwise entries
 // that could not be read are reported by the returned error, which joins
 // *EntryError and *WalkError values, and by Set.Err.
@@ -31,6 +38,12 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 	}
 	head, err := ld.symbol("bpf_kallsyms", "a kernel without CONFIG_BPF_JIT")
 	if err != nil {
+		if _, ok := ld.syms(dataWitness); ok {
+			// The symbol table has data symbols (KALLSYMS_ALL), so the
+			// list head's absence is the kernel's: built without
+			// CONFIG_BPF_JIT, it has no BPF symbols to list.
+			return newSet(FinderBPF, nil, nil), nil
+		}
 		return nil, err
 	}
 	b := symfinder.NewBuilder(FinderBPF, ModuleBPF)

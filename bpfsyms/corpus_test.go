@@ -44,7 +44,7 @@ func openCorpusDump(t testing.TB, paths []string) *corpusDump {
 	require.NoError(t, err)
 	res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{})
 	require.NoError(t, err)
-	return &corpusDump{kmem: k, syms: Symbols(modsyms.FromFinder(res.Finder())), opt: Options{PageSize: uint64(d.PageSize())}}
+	return &corpusDump{kmem: k, syms: Symbols(modsyms.FromFinder(res.Finder())), opt: Options{PageSize: uint64(d.PageSize()), ByteOrder: d.Arch().ByteOrder, PointerSize: d.Arch().PtrSize}}
 }
 
 // TestCorpus reproduces, for every cached dump of every corpus guest, the
@@ -78,8 +78,17 @@ func TestCorpus(t *testing.T) {
 					cd := openCorpusDump(t, paths)
 					var got []string
 					var bpf *Set
-					for _, load := range []func(memory.Reader, Symbols, Options) (*Set, error){LoadFtrace, LoadBPF, LoadKprobes} {
+					fails := map[string]string{}
+					for _, ff := range g.FinderFailures() {
+						fails[ff.Finder] = ff.Contains
+					}
+					for i, load := range []func(memory.Reader, Symbols, Options) (*Set, error){LoadFtrace, LoadBPF, LoadKprobes} {
 						s, err := load(cd.kmem, cd.syms, cd.opt)
+						if want, ok := fails[[]string{FinderFtrace, FinderBPF, FinderKprobes}[i]]; ok {
+							// A kernel without the list (no BPF JIT): an error naming it.
+							require.ErrorContains(t, err, want)
+							continue
+						}
 						require.NoError(t, err)
 						got = append(got, setLines(t, s)...)
 						if s.Name() == FinderBPF {
@@ -91,8 +100,14 @@ func TestCorpus(t *testing.T) {
 					require.GreaterOrEqual(t, len(got), pseudo)
 					require.LessOrEqual(t, len(got), len(all))
 					assert.Equal(t, all[len(all)-len(got):], got)
-					require.Equal(t, 3, bpf.Len(), "kds_alpha, kds_beta, kds_gamma")
-					checkImages(t, bpf)
+					if j := g.Manifest.BPFJIT; j != nil && !*j {
+						// No CONFIG_BPF_JIT: no list, and no [bpf] lines.
+						require.NotNil(t, bpf)
+						require.Equal(t, 0, bpf.Len())
+					} else if bpf != nil {
+						require.Equal(t, 3, bpf.Len(), "kds_alpha, kds_beta, kds_gamma")
+						checkImages(t, bpf)
+					}
 				})
 			}
 		})

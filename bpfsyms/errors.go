@@ -1,8 +1,10 @@
 package bpfsyms
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 var (
@@ -10,13 +12,13 @@ var (
 	// pointer, end before start, a range or count beyond its cap, a name
 	// without its NUL. Typically this indicates a damaged dump, or layouts
 	// that do not belong to the kernel that wrote it.
-	ErrCorrupt = errors.New("corrupt pseudo-symbol data")
+	ErrCorrupt = memory.Classed("corrupt pseudo-symbol data", memory.ErrCorrupt)
 
 	// ErrMissingInfo means a symbol the walk starts from is not in the
 	// kernel's symbol table (a kernel without the feature, or kallsyms
 	// without data symbols), or the layout source lacks a struct or field
 	// the walk needs. The dump is not broken; the information is absent.
-	ErrMissingInfo = errors.New("missing information")
+	ErrMissingInfo = memory.Classed("missing information", vmcoreinfo.ErrMissingInfo)
 )
 
 // WalkError reports a list that could not be followed past Addr (a node

@@ -62,6 +62,7 @@ type loader struct {
 	ptr  uint64
 	page uint64
 	next uint64 // offsetof(struct list_head, next)
+	prev uint64 // offsetof(struct list_head, prev)
 	errs []error
 	// nodes counts the list nodes visited by every walk of this load:
 	// nested walks (ftrace's functions per module) share the MaxEntries
@@ -103,9 +104,12 @@ func newLoader(kmem memory.Reader, syms Symbols, opt Options) (*loader, error) {
 		}
 		ld.src = b
 	}
+	ld.prev = ld.ptr
 	if lh, err := ld.src.Struct("list_head", "next", "prev"); err == nil {
 		f, _ := lh.Field("next")
 		ld.next = f.Offset
+		f, _ = lh.Field("prev")
+		ld.prev = f.Offset
 	}
 	return ld, nil
 }
@@ -195,8 +199,11 @@ func (ld *loader) entryErr(list string, addr uint64, err error) {
 
 // walk follows the list_head at head through next pointers until it comes
 // back to head, calling visit with each node; visit returns the node's
-// next pointer. It stops at the first node that cannot be followed and
-// records a *WalkError; an error reading head itself is returned.
+// next pointer. At a node that cannot be followed it records one
+// *WalkError, then walks backwards from head through prev pointers to the
+// break and visits the nodes found there in list order, so that one
+// unreadable node loses only itself. An error reading head itself is
+// returned.
 //
 // The walk is bounded by a visited set and by MaxEntries nodes for the
 // whole load; a NULL or misaligned node is a wild pointer.
@@ -206,28 +213,62 @@ func (ld *loader) walk(list string, head uint64, visit func(node uint64) (next u
 		return fmt.Errorf("bpfsyms: list head %s at %#x: %w", list, head, err)
 	}
 	seen := map[uint64]struct{}{head: {}}
-	stop := func(node uint64, err error) error {
-		ld.errs = append(ld.errs, &WalkError{List: list, Addr: node, Err: err})
+	// check vets a node before it is visited.
+	check := func(node uint64) error {
+		ld.nodes++
+		switch {
+		case ld.nodes > ld.maxNodes:
+			return corrupt("more than %d entries", ld.maxNodes)
+		case node == 0 || node%ld.ptr != 0:
+			return corrupt("wild pointer %#x", node)
+		}
+		if _, dup := seen[node]; dup {
+			return corrupt("list revisits %#x", node)
+		}
+		seen[node] = struct{}{}
 		return nil
 	}
 	for next != head {
 		node := next
-		ld.nodes++
-		switch {
-		case ld.nodes > ld.maxNodes:
-			return stop(node, corrupt("more than %d entries", ld.maxNodes))
-		case node == 0 || node%ld.ptr != 0:
-			return stop(node, corrupt("wild pointer %#x", node))
+		err := check(node)
+		if err == nil {
+			next, err = visit(node)
 		}
-		if _, dup := seen[node]; dup {
-			return stop(node, corrupt("list revisits %#x", node))
-		}
-		seen[node] = struct{}{}
-		if next, err = visit(node); err != nil {
-			return stop(node, err)
+		if err != nil {
+			ld.errs = append(ld.errs, &WalkError{List: list, Addr: node, Err: err})
+			ld.walkBack(list, head, seen, check, visit)
+			return nil
 		}
 	}
 	return nil
+}
+
+// walkBack collects the nodes from head's prev back to the first node
+// already seen (the break of the forward walk), then visits them in list
+// order. A node it cannot follow ends it with a second *WalkError: the
+// entries between the two breaks are lost.
+func (ld *loader) walkBack(list string, head uint64, seen map[uint64]struct{}, check func(uint64) error, visit func(uint64) (uint64, error)) {
+	var nodes []uint64
+	prev, err := ld.pointer(head + ld.prev)
+	for err == nil {
+		if _, done := seen[prev]; done {
+			break
+		}
+		node := prev
+		if err = check(node); err == nil {
+			if prev, err = ld.pointer(node + ld.prev); err == nil {
+				nodes = append(nodes, node)
+			}
+		}
+		if err != nil {
+			ld.errs = append(ld.errs, &WalkError{List: list, Addr: node, Err: fmt.Errorf("walking back from the list head: %w", err)})
+		}
+	}
+	for i := len(nodes) - 1; i >= 0; i-- {
+		if _, err := visit(nodes[i]); err != nil {
+			ld.errs = append(ld.errs, &EntryError{List: list, Addr: nodes[i], Err: err})
+		}
+	}
 }
 
 // container returns the address of the struct whose member at off is at

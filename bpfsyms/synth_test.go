@@ -439,3 +439,54 @@ func TestOptions(t *testing.T) {
 	_, err = LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout, PageSize: 3000})
 	assert.True(t, errors.Is(err, errors.ErrUnsupported))
 }
+
+// TestBPFDroppedPage: one entry whose page the dump's filter dropped
+// loses only itself: the walk goes on from the list head's other end, the
+// rest are printed in list order, and the gap is reported once.
+func TestBPFDroppedPage(t *testing.T) {
+	b := newKBuilder()
+	var ks []uint64
+	for i := range 5 {
+		b.alloc(4096) // each entry on a page of its own
+		ks = append(ks, b.ksym(0x1000+uint64(i)*0x100, 0x1010+uint64(i)*0x100, []byte(fmt.Sprintf("prog%d", i))))
+	}
+	b.mem.Drop(ks[2], 72)
+	s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+	require.NotNil(t, s)
+	assert.Equal(t, []string{
+		"1000 t prog0 [bpf] 16", "1100 t prog1 [bpf] 16", "1300 t prog3 [bpf] 16", "1400 t prog4 [bpf] 16",
+	}, lines(t, s))
+	var we *WalkError
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, ks[2]+48, we.Addr)
+	assert.ErrorIs(t, err, memory.ErrNotSaved)
+	n := 0
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if errors.As(e, &we) {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "the gap is reported once")
+
+	// Two dropped pages: what lies between them is lost, both ends kept,
+	// each break reported.
+	b.mem.Drop(ks[3], 72)
+	s, err = LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+	require.NotNil(t, s)
+	assert.Equal(t, []string{"1000 t prog0 [bpf] 16", "1100 t prog1 [bpf] 16", "1400 t prog4 [bpf] 16"}, lines(t, s))
+	require.ErrorAs(t, err, &we)
+}
+
+// TestNoBPFJIT: a symbol table with data symbols but no bpf_kallsyms is a
+// kernel built without CONFIG_BPF_JIT, whose BPF set is empty; without
+// data symbols the list's absence says nothing, and is an error.
+func TestNoBPFJIT(t *testing.T) {
+	b := newKBuilder()
+	withData := func(n string) (uint64, bool) { return synthBase, n == dataWitness }
+	s, err := LoadBPF(b.mem, withData, Options{Layout: synthLayout})
+	require.NoError(t, err)
+	require.Equal(t, 0, s.Len())
+	none := func(string) (uint64, bool) { return 0, false }
+	_, err = LoadBPF(b.mem, none, Options{Layout: synthLayout})
+	require.ErrorIs(t, err, ErrMissingInfo)
+}

@@ -2,6 +2,7 @@ package btflayout
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"strings"
@@ -179,19 +180,13 @@ func TestFromMemoryErrors(t *testing.T) {
 }
 
 // BenchmarkBTFLayouts measures what modsyms pays on first use: read the
-// vmlinux BTF out of (here, flat) memory, parse it, and resolve the structs
-// modsyms needs.
+// vmlinux BTF out of (here, flat) memory ("read"), then parse it and
+// resolve the structs modsyms needs ("layouts", the blob in memory).
 func BenchmarkBTFLayouts(b *testing.B) {
 	raw := hostBTF(b)
 	const base = 0xffffffff82000000
 	mem := flatMem{base, raw}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(raw)))
-	for b.Loop() {
-		src, err := FromMemory(mem, base, base+uint64(len(raw)))
-		if err != nil {
-			b.Fatal(err)
-		}
+	resolve := func(b *testing.B, src *BTF) {
 		for _, n := range []string{"module", "mod_kallsyms", "module_memory", "list_head"} {
 			if _, err := src.Struct(n); err != nil {
 				b.Fatal(err)
@@ -201,6 +196,37 @@ func BenchmarkBTFLayouts(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			if _, err := readBlob(mem, base, uint64(len(raw))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("layouts", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			src, err := ParseBTF(raw, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			resolve(b, src)
+		}
+	})
+	b.Run("all", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			src, err := FromMemory(mem, base, base+uint64(len(raw)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			resolve(b, src)
+		}
+	})
 }
 
 func FuzzParseTable(f *testing.F) {
@@ -230,8 +256,73 @@ func FuzzParseTable(f *testing.F) {
 	})
 }
 
+// smallBTF is a little-endian blob holding int, char[56], struct list_head
+// {next, prev}, struct module {state, list, name} (with an anonymous union
+// and a bitfield) and enum mod_mem_type: a seed reaching every decoding
+// path of Struct and Enum.
+func smallBTF() []byte {
+	strs := "\x00int\x00char\x00list_head\x00next\x00prev\x00module\x00state\x00list\x00name\x00flag\x00mod_mem_type\x00MOD_TEXT\x00MOD_DATA\x00"
+	off := func(s string) uint32 { return uint32(strings.Index(strs, "\x00"+s+"\x00") + 1) }
+	var ty []byte
+	u32 := func(v ...uint32) {
+		for _, x := range v {
+			ty = binary.LittleEndian.AppendUint32(ty, x)
+		}
+	}
+	info := func(kind, vlen uint32, kflag bool) uint32 {
+		v := kind<<24 | vlen
+		if kflag {
+			v |= 1 << 31
+		}
+		return v
+	}
+	u32(off("int"), info(1, 0, false), 4, 32)    // 1 int
+	u32(off("char"), info(1, 0, false), 1, 8)    // 2 char
+	u32(0, info(3, 0, false), 0, 2, 1, 56)       // 3 char[56]
+	u32(off("list_head"), info(4, 2, false), 16) // 4 struct list_head
+	u32(off("next"), 5, 0, off("prev"), 5, 64)   //
+	u32(0, info(2, 0, false), 4)                 // 5 struct list_head *
+	u32(0, info(5, 1, false), 4)                 // 6 anonymous union
+	u32(off("state"), 1, 0)                      //
+	u32(off("module"), info(4, 4, true), 96)     // 7 struct module
+	u32(0, 6, 0, off("list"), 4, 64, off("name"), 3, 192, off("flag"), 1, 1<<24|640)
+	u32(off("mod_mem_type"), info(6, 2, false), 4) // 8 enum
+	u32(off("MOD_TEXT"), 0, off("MOD_DATA"), 1)
+	h := make([]byte, 24)
+	copy(h, []byte{0x9f, 0xeb, 1, 0, 24})
+	binary.LittleEndian.PutUint32(h[12:], uint32(len(ty)))
+	binary.LittleEndian.PutUint32(h[16:], uint32(len(ty)))
+	binary.LittleEndian.PutUint32(h[20:], uint32(len(strs)))
+	return append(append(h, ty...), strs...)
+}
+
+func TestSmallBTF(t *testing.T) {
+	b, err := ParseBTF(smallBTF(), "small")
+	require.NoError(t, err)
+	m, err := b.Struct("module", "state", "list", "name", "flag")
+	require.NoError(t, err)
+	require.Equal(t, uint64(96), m.Size)
+	f, _ := m.Field("list")
+	require.Equal(t, uint64(8), f.Offset)
+	require.Equal(t, KindStruct, f.Kind)
+	f, _ = m.Field("name")
+	require.Equal(t, Field{Name: "name", Offset: 24, Size: 56, Kind: KindArray, TypeName: "char", Count: 56, ElemSize: 1}, f)
+	f, _ = m.Field("flag")
+	require.Equal(t, Field{Name: "flag", Offset: 80, BitOffset: 640, BitSize: 1, Size: 4, Kind: KindInt}, f)
+	lh, err := b.Struct("list_head", "next", "prev")
+	require.NoError(t, err)
+	f, _ = lh.Field("prev")
+	require.Equal(t, Field{Name: "prev", Offset: 8, Size: 8, Kind: KindPointer, TypeName: "list_head"}, f)
+	e, err := b.Enum("mod_mem_type")
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"MOD_TEXT": 0, "MOD_DATA": 1}, e)
+	_, err = b.Struct("nothing")
+	require.Error(t, err)
+}
+
 func FuzzParseBTF(f *testing.F) {
 	f.Add([]byte{0x9f, 0xeb, 1, 0, 24, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0})
+	f.Add(smallBTF())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := ParseBTF(data, "fuzz")
 		if err != nil {
@@ -241,6 +332,7 @@ func FuzzParseBTF(f *testing.F) {
 			return
 		}
 		_, _ = b.Struct("module", "list")
+		_, _ = b.Struct("list_head")
 		_, _ = b.Enum("mod_mem_type")
 	})
 }

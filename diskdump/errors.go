@@ -1,6 +1,7 @@
 package diskdump
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -44,3 +45,24 @@ func (e *FormatError) Is(target error) bool { return target == memory.ErrCorrupt
 func formatErr(off int64, val uint64, format string, args ...any) *FormatError {
 	return &FormatError{Off: off, What: fmt.Sprintf(format, args...), Val: val}
 }
+
+// HeaderError reports a disk_dump_header that no byte order and pointer
+// size reads consistently. ByteOrder and PtrSize are those of the likeliest
+// reading, whose failure Err is (a *FormatError): a big-endian dump's error
+// is about its big-endian reading.
+type HeaderError struct {
+	ByteOrder binary.ByteOrder
+	PtrSize   int
+	Err       error
+}
+
+func (e *HeaderError) Error() string {
+	order := "little-endian"
+	if e.ByteOrder == binary.BigEndian {
+		order = "big-endian"
+	}
+	return fmt.Sprintf("diskdump: no consistent header layout (likeliest: %s, %d-byte pointers): %v", order, e.PtrSize, e.Err)
+}
+
+// Unwrap returns the likeliest reading's failure.
+func (e *HeaderError) Unwrap() error { return e.Err }

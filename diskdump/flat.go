@@ -312,3 +312,28 @@ func noEOF(err error) error {
 	}
 	return err
 }
+
+// Flattened is the file a flattened stream (makedumpfile -F) rebuilds,
+// read in place: a kdump-compressed file, which NewDump reads directly, or
+// with makedumpfile -E -F an ELF core, which a caller hands to package
+// elfcore.
+type Flattened struct{ f *flatReader }
+
+// OpenFlattened indexes the flattened stream of size bytes in r. Errors
+// wrap ErrUnrecognizedFormat when r is not a flattened stream, and
+// ErrCorrupt (a *FormatError naming the record's offset) when its records
+// are inconsistent.
+func OpenFlattened(r io.ReaderAt, size int64) (*Flattened, error) {
+	f, err := newFlatReader(r, size)
+	if err != nil {
+		return nil, err
+	}
+	return &Flattened{f}, nil
+}
+
+// Size returns the size of the rebuilt file.
+func (f *Flattened) Size() int64 { return f.f.Size() }
+
+// ReadAt reads the rebuilt file at offset off; holes between records read
+// as zeros.
+func (f *Flattened) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }

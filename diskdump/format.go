@@ -70,6 +70,9 @@ const (
 	// maxHeaderVersion bounds header_version; makedumpfile and QEMU write 6.
 	// A much larger value means the byte order guess is wrong.
 	maxHeaderVersion = 255
+	// likelyMaxVersion is the highest header_version a writer is known
+	// to use, with room for a few more; it only ranks failed readings.
+	likelyMaxVersion = 16
 	// maxBlobSize caps VMCOREINFO, the note blob and eraseinfo (a few KiB
 	// in practice; notes grow with the CPU count).
 	maxBlobSize = 64 << 20

@@ -127,36 +127,74 @@ func parseHeader(r io.ReaderAt, size int64) (*partHeader, error) {
 	if machineBits(machine) == 32 {
 		layouts[0], layouts[1] = layouts[1], layouts[0]
 	}
-	var firstErr error
-	for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
-		v := int32(bo.Uint32(b[offVersion:]))
-		if v < 0 || v > maxHeaderVersion {
-			if firstErr == nil {
-				firstErr = formatErr(offVersion, uint64(uint32(v)), "implausible header_version")
-			}
-			continue
+	// Every byte order and pointer size is tried, strictly first. The
+	// error reported is that of the likeliest reading (a block_size that
+	// is a page size, a header_version makedumpfile writes, checks passed
+	// beyond the version): a big-endian header that fails says what is
+	// wrong with it read as big-endian, not that its little-endian reading
+	// has an implausible version.
+	type attempt struct {
+		err  error
+		bo   binary.ByteOrder
+		l    *headerLayout
+		rank int
+	}
+	var best *attempt
+	note := func(a attempt) {
+		if best == nil || a.rank > best.rank {
+			best = &a
 		}
-		for _, l := range layouts {
-			if n < l.Size {
+	}
+	likely := func(bo binary.ByteOrder, l *headerLayout, deeper bool) int {
+		rank := 0
+		switch bo.Uint32(b[l.BlockSize:]) {
+		case 4096, 8192, 16384, 65536:
+			rank += 2
+		}
+		if v := bo.Uint32(b[offVersion:]); v <= likelyMaxVersion {
+			rank++
+		}
+		if deeper {
+			rank++
+		}
+		return rank
+	}
+	orders := []binary.ByteOrder{binary.LittleEndian, binary.BigEndian}
+	for _, lenient := range []bool{false, true} {
+		for _, bo := range orders {
+			v := int32(bo.Uint32(b[offVersion:]))
+			if v < 0 || v > maxHeaderVersion {
+				if !lenient {
+					note(attempt{formatErr(offVersion, uint64(uint32(v)), "implausible header_version"), bo, layouts[0], likely(bo, layouts[0], false)})
+				}
 				continue
 			}
-			ph, err := tryHeader(r, size, b[:n], bo, l, machine)
-			if err == nil {
-				return ph, nil
-			}
-			var fe *FormatError
-			if !errors.As(err, &fe) {
-				return nil, err // I/O error
-			}
-			if firstErr == nil {
-				firstErr = err
+			for _, l := range layouts {
+				if n < l.Size {
+					continue
+				}
+				ph, err := tryHeader(r, size, b[:n], bo, l, machine, lenient)
+				if err == nil {
+					return ph, nil
+				}
+				var fe *FormatError
+				if !errors.As(err, &fe) {
+					return nil, err // I/O error
+				}
+				if !lenient {
+					note(attempt{err, bo, l, likely(bo, l, true)})
+				}
 			}
 		}
 	}
-	return nil, fmt.Errorf("diskdump: no consistent header layout: %w", firstErr)
+	return nil, &HeaderError{ByteOrder: best.bo, PtrSize: best.l.PtrSize, Err: best.err}
 }
 
-func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *headerLayout, machine string) (*partHeader, error) {
+// tryHeader reads the header as byte order bo and layout l. Lenient
+// accepts what only libkdumpfile's generated dumps write: sub_hdr_size 0
+// in a version 1+ header (no kdump_sub_header), and bitmap_blocks 0 (no
+// pages at all); strictly, those are what tells a wrong reading apart.
+func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *headerLayout, machine string, lenient bool) (*partHeader, error) {
 	ph := &partHeader{layout: l}
 	h := &ph.h
 	h.ByteOrder = bo
@@ -187,13 +225,17 @@ func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *head
 	}
 	h.BlockSize = int(bs)
 	ph.shift = uint(bits.TrailingZeros32(uint32(bs)))
+	// sub_hdr_size 0 in a version 1+ header means no kdump_sub_header;
+	// the bitmaps follow the header block directly.
 	sub := int32(bo.Uint32(b[l.SubHdrSize:]))
-	if sub < 0 || (h.Version >= 1 && sub < 1) {
+	if sub < 0 || (h.Version >= 1 && sub < 1 && !lenient) {
 		return nil, formatErr(int64(l.SubHdrSize), uint64(uint32(sub)), "bad sub_hdr_size")
 	}
 	h.SubHdrSize = int(sub)
+	// bitmap_blocks 0 is a dump of no pages: consistent only with
+	// max_mapnr 0, which the bitmap-size check below enforces.
 	h.BitmapBlocks = uint64(bo.Uint32(b[l.BitmapBlocks:]))
-	if h.BitmapBlocks == 0 {
+	if h.BitmapBlocks == 0 && !lenient {
 		return nil, formatErr(int64(l.BitmapBlocks), 0, "bitmap_blocks is zero")
 	}
 	ph.maxMapnr32 = bo.Uint32(b[l.MaxMapnr:])
@@ -209,7 +251,7 @@ func tryHeader(r io.ReaderAt, size int64, b []byte, bo binary.ByteOrder, l *head
 	}
 	ph.descOff = bmStart + bmLen
 
-	if h.Version >= 1 {
+	if h.Version >= 1 && sub > 0 {
 		if err := ph.parseSub(r, size, bmStart); err != nil {
 			return nil, err
 		}

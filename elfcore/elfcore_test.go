@@ -393,3 +393,42 @@ func TestPhysicalRanges(t *testing.T) {
 	}}).Bytes())
 	assert.Equal(t, []Range{{0x1000, 0x27ff}, {0x9000, 0x900f}}, f.PhysicalRanges())
 }
+
+// TestOverlapZeroTail: bytes a segment holds in the file win over another
+// segment's zero-filled tail, whichever starts first (libkdumpfile's
+// generated dumps overlap this way); zero tails still fill what no
+// segment saved.
+func TestOverlapZeroTail(t *testing.T) {
+	A, B, C, D := pattern(0x800, 1), pattern(0x1000, 2), pattern(0x1000, 3), pattern(0x800, 4)
+	f := open(t, (&elfcoretest.Builder{Segments: []elfcoretest.Segment{
+		{Paddr: 0x1000, Data: A, Memsz: 0x2000}, // data [0x1000,0x1800), tail to 0x3000
+		{Paddr: 0x2000, Data: B},                // inside A's tail
+		{Paddr: 0x5000, Data: C},                // inside D's tail, D starts later in the headers
+		{Paddr: 0x4000, Data: D, Memsz: 0x3000}, // data [0x4000,0x4800), tail to 0x7000
+	}}).Bytes())
+	r := f.Physical()
+	for _, tc := range []struct {
+		addr uint64
+		want byte
+	}{
+		{0x1000, A[0]}, {0x17ff, A[0x7ff]}, {0x1800, 0}, {0x1fff, 0},
+		{0x2000, B[0]}, {0x2fff, B[0xfff]},
+		{0x4000, D[0]}, {0x47ff, D[0x7ff]}, {0x4800, 0},
+		{0x5000, C[0]}, {0x5fff, C[0xfff]}, {0x6000, 0}, {0x6fff, 0},
+	} {
+		var b [1]byte
+		_, err := r.ReadAt(b[:], tc.addr)
+		require.NoError(t, err, "addr %#x", tc.addr)
+		assert.Equal(t, tc.want, b[0], "addr %#x", tc.addr)
+	}
+	// One read across the pieces sees the same bytes.
+	got := make([]byte, 0x2000)
+	_, err := r.ReadAt(got, 0x1000)
+	require.NoError(t, err)
+	assert.Equal(t, A, got[:0x800])
+	assert.Equal(t, make([]byte, 0x800), got[0x800:0x1000])
+	assert.Equal(t, B, got[0x1000:])
+	_, err = r.ReadAt(got[:1], 0x3000)
+	assert.ErrorIs(t, err, memory.ErrNotSaved)
+	assert.Equal(t, []Range{{0x1000, 0x17ff}, {0x2000, 0x2fff}, {0x4000, 0x47ff}, {0x5000, 0x5fff}}, f.PhysicalRanges())
+}

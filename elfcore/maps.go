@@ -74,21 +74,62 @@ func (f *File) buildMaps() {
 	}
 }
 
-// flatten resolves overlaps (lowest start wins, then program header order)
-// into disjoint pieces.
+// flatten resolves overlaps into disjoint pieces. Bytes a segment holds in
+// the file win over another segment's zero-filled tail (p_filesz <
+// p_memsz), wherever either starts: a tail is memory the producer did not
+// save, so it must not hide memory another segment did save. Among bytes
+// of the same kind the lowest start wins, then program header order.
 func (f *File) flatten(es []entry, space string) *segMap {
+	var data, tails []entry
+	for _, e := range es {
+		fz := f.segs[e.seg].Filesz
+		switch {
+		case fz == 0:
+			tails = append(tails, e)
+		case fz-1 >= e.last-e.start:
+			data = append(data, e)
+		default:
+			data = append(data, entry{e.start, e.start + fz - 1, e.seg})
+			tails = append(tails, entry{e.start + fz, e.last, e.seg})
+		}
+	}
+	held := disjoint(data)
+	free := subtract(disjoint(tails), held)
+	all := append(held, free...)
+	slices.SortFunc(all, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	m := &segMap{f: f, space: space, starts: make([]uint64, len(all)), pieces: make([]piece, len(all))}
+	for i, sp := range all {
+		s := f.segs[sp.seg]
+		base := s.Paddr
+		if space == "virtual" {
+			base = s.Vaddr
+		}
+		m.starts[i] = sp.start
+		m.pieces[i] = piece{last: sp.last, base: base, off: s.Off, filesz: s.Filesz}
+	}
+	return m
+}
+
+// span is the part [start, last] of segment seg that wins its range.
+type span struct {
+	start, last uint64
+	seg         int
+}
+
+// disjoint resolves overlaps among es: the lowest start wins, then program
+// header order. The result is sorted and disjoint.
+func disjoint(es []entry) []span {
 	slices.SortFunc(es, func(a, b entry) int {
 		if c := cmp.Compare(a.start, b.start); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.seg, b.seg)
 	})
-	m := &segMap{f: f, space: space}
+	var out []span
 	var covered uint64 // last address covered so far
-	any := false
 	for _, e := range es {
 		start := e.start
-		if any {
+		if len(out) > 0 {
 			if e.last <= covered {
 				continue // shadowed by earlier segments
 			}
@@ -96,12 +137,38 @@ func (f *File) flatten(es []entry, space string) *segMap {
 				start = covered + 1
 			}
 		}
-		s := f.segs[e.seg]
-		m.starts = append(m.starts, start)
-		m.pieces = append(m.pieces, piece{last: e.last, base: e.start, off: s.Off, filesz: s.Filesz})
-		covered, any = e.last, true
+		out = append(out, span{start, e.last, e.seg})
+		covered = e.last
 	}
-	return m
+	return out
+}
+
+// subtract returns the parts of the sorted disjoint spans a that no span
+// of the sorted disjoint b covers.
+func subtract(a, b []span) []span {
+	var out []span
+	j := 0
+	for _, s := range a {
+		for j < len(b) && b[j].last < s.start {
+			j++
+		}
+		start := s.start
+		done := false
+		for k := j; k < len(b) && b[k].start <= s.last; k++ {
+			if b[k].start > start {
+				out = append(out, span{start, b[k].start - 1, s.seg})
+			}
+			if b[k].last >= s.last {
+				done = true
+				break
+			}
+			start = b[k].last + 1
+		}
+		if !done {
+			out = append(out, span{start, s.last, s.seg})
+		}
+	}
+	return out
 }
 
 // Physical returns a reader over physical memory (p_paddr). Addresses

@@ -12,6 +12,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
 // recordShift is the granule the recorder works in: 4 KiB, the smallest
@@ -322,10 +323,22 @@ func (s *Selection) keepNote(scanLimit int64) {
 // noteBySymbol returns the kernel virtual address of the VMCOREINFO note
 // through the kernel's vmcoreinfo_note, if kallsyms has that symbol.
 func (s *Selection) noteBySymbol(hdr int) (uint64, bool) {
-	sym, err := s.Session.Chain().LookupName("vmcoreinfo_note")
+	// Ask kallsyms alone: a lookup through the chain would load the
+	// module finder here (the symbol is absent without KALLSYMS_ALL), and
+	// the reset below would drop the pages it read.
+	k, err := s.Session.Kallsyms()
 	kmem, kerr := s.Session.Kernel()
 	arch := s.Session.Dump().Arch()
 	if err != nil || kerr != nil {
+		return 0, false
+	}
+	var sym symfinder.Symbol
+	found := false
+	_ = k.Finder().Find(symfinder.Query{Kind: symfinder.ByName, Name: "vmcoreinfo_note"}, func(s symfinder.Symbol) bool {
+		sym, found = s, true
+		return false
+	})
+	if !found {
 		return 0, false
 	}
 	isNote := func(at uint64) bool {

@@ -112,3 +112,44 @@ func stripKallsyms(t *testing.T, in *vmcoreinfo.Info) *vmcoreinfo.Info {
 	require.NoError(t, err)
 	return out
 }
+
+// TestTokenPaths checks, on every corpus kernel's own tables, that the
+// unchecked fast path of token expansion and the careful path give the same
+// bytes for every names entry.
+func TestTokenPaths(t *testing.T) {
+	any := false
+	for _, g := range testutil.Corpus(t) {
+		dumps := g.AvailableDumps()
+		if len(dumps) == 0 {
+			continue
+		}
+		any = true
+		t.Run(g.Name, func(t *testing.T) {
+			paths, _ := g.DumpPaths(dumps[0])
+			d, err := vmcore.Open(paths...)
+			require.NoError(t, err)
+			defer d.Close()
+			k, err := d.Kernel()
+			require.NoError(t, err)
+			res, err := Load(k, d.Info(), Options{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize, Lazy: true})
+			require.NoError(t, err)
+			tb := res.Lazy.t
+			require.Positive(t, tb.tok.room, "the fast path is off for this token table")
+			names, err := readChunked(tb.r, tb.lay.Names.Addr, uint64(tb.namesLen), "kallsyms_names")
+			require.NoError(t, err)
+			fast := make([]byte, 0, maxExpanded+tb.tok.room*maxCodes)
+			off := 0
+			for i := range tb.n {
+				codes, next, ok := entry(names, off, tb.big)
+				require.True(t, ok, "entry %d", i)
+				fast = tb.tok.expand(fast[:0], names[codes:next])
+				careful := tb.tok.expand(make([]byte, 0), names[codes:next])
+				require.Equal(t, string(careful), string(fast), "entry %d", i)
+				off = next
+			}
+		})
+	}
+	if !any {
+		t.Skipf("no corpus dumps in %s: run testdata/vmcores/generate", testutil.CorpusCacheDir(t))
+	}
+}

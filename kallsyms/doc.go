@@ -32,7 +32,7 @@
 // and seqs_of_names never are, and are derived from the layout and
 // checked. Older kernels are found by scanning the kernel image for the
 // token table (the run "0\x001\x00…9\x00"), its index, then walking back to
-// markers, names and num_syms (formats.md §7); a scan gives up with
+// markers, names and num_syms (docs/formats.md §7); a scan gives up with
 // ErrNotFound after 1024 such runs or 8 token tables that fail, so an image
 // full of decoys costs milliseconds, not hours. Nothing is decided from the
 // kernel version alone: every candidate layout, name-length rule and
@@ -43,11 +43,9 @@
 // [Load] expands everything into a [symfinder.Index]; with Options.Lazy it
 // returns a [Lazy] finder instead, which reads only the address table and
 // the markers up front and decodes names on demand. Both give identical
-// answers. A whole expansion splits names at the markers into parts of
-// about equal size and expands them on up to GOMAXPROCS goroutines (at
-// most four; one per 64 blocks of 256 symbols), while another compacts the
-// addresses; the memory reader is only ever called from the goroutine that
-// called Load.
+// answers. A whole expansion reads the names once, sizes the expanded
+// names exactly from the token lengths, and expands them into that one
+// buffer on the calling goroutine.
 //
 // # Security
 //

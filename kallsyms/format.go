@@ -7,7 +7,7 @@ import (
 )
 
 // Encoding is how the address table stores symbol addresses
-// (formats.md §1.6).
+// (docs/formats.md §1.6).
 type Encoding uint8
 
 const (
@@ -158,7 +158,8 @@ const (
 	// tokenIndexSize is 256 u16 offsets.
 	tokenIndexSize = 512
 	// maxTokenTable caps the token table: 256 strings of at most
-	// maxTokenLen bytes. Real tables are 836–983 bytes (formats.md §1.4).
+	// maxTokenLen bytes. The corpus kernels' tables are 836–1108 bytes,
+	// their longest token 22 (docs/formats.md §1.4).
 	maxTokenLen   = 512
 	maxTokenTable = 256 * (maxTokenLen + 1)
 	// maxCodes is the longest entry in code bytes: a one-byte prefix
@@ -172,7 +173,7 @@ const (
 	// rejects empty names).
 	minEntry = 2
 	// maxMarkerStep bounds the bytes of 256 names (v2e uses 0x40000;
-	// observed 0x62c–0x470b, formats.md §7.4).
+	// the corpus kernels' steps are 0x3b7–0x27b5, docs/formats.md §1.5).
 	maxMarkerStep = 256 * maxEntry
 	// maxNumSyms bounds num_syms for scans and allocations: real kernels
 	// have 30k–250k symbols; 1<<22 leaves a margin of 16 and matches
@@ -185,7 +186,7 @@ const (
 	// lying count hits a fault before it allocates much.
 	readChunk = 4 << 20
 	// DefaultScanWindow is how far after the image start a scan looks: the
-	// tables ended at most 26 MiB after _stext on every Debian kernel
-	// 5.10–7.2 (formats.md §7.1).
+	// tables end at most 21.3 MiB after _stext on the corpus kernels, and
+	// 26 MiB on a Debian 7.2 kernel measured before (docs/formats.md §7.1).
 	DefaultScanWindow = 64 << 20
 )

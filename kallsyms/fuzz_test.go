@@ -38,11 +38,6 @@ const (
 // result; a result must be fully iterable, lazily too.
 func FuzzDecode(f *testing.F) {
 	seeds := []gen{gens[0], gens[1], gens[5], gens[7]}
-	// Split whole expansions into one part per block, as large kernels
-	// are split among workers, with regions a hostile table may outgrow.
-	oldP, oldMin := forceParts, minPartBlocks
-	forceParts, minPartBlocks = 2, 1
-	f.Cleanup(func() { forceParts, minPartBlocks = oldP, oldMin })
 	type world struct {
 		s      *synth
 		pre    []byte // the image before the tables, shared by every exec

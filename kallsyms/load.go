@@ -2,15 +2,11 @@ package kallsyms
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
-	"github.com/kdumpsyms/kdumpsyms/internal/nozero"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
@@ -121,7 +117,7 @@ func hasVmcoreinfoTables(info *vmcoreinfo.Info) bool {
 }
 
 // pointerValued are VMCOREINFO SYMBOL() entries whose value is what a
-// pointer holds, not the variable's address (formats.md §1.6).
+// pointer holds, not the variable's address (docs/formats.md §1.6).
 var pointerValued = map[string]bool{"mem_section": true, "vmemmap": true}
 
 // anchors returns VMCOREINFO's SYMBOL() entries that should equal the
@@ -274,7 +270,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		picks = picks[best : best+1]
 	}
 	if len(picks) == 0 {
-		return fmt.Errorf("kallsyms: no address table validates: %w", errors.Join(errs...))
+		return candidates(nil, len(errs), errs, "no address table validates")
 	}
 	p := picks[0]
 	t.enc, t.addr, t.base, t.tableVA = p.enc, p.raw, p.base, p.c.table
@@ -343,353 +339,111 @@ func (t *tables) readSeqs() ([]uint32, error) {
 	return perm, nil
 }
 
-// Whole expansion runs on up to maxWorkers goroutines (GOMAXPROCS
-// permitting), each over a run of at least minPartBlocks 256-entry blocks:
-// the token expansion is three quarters of the work and needs nothing
-// from its neighbours but where its run starts in names, which the
-// markers give.
-const maxWorkers = 4
-
-// minPartBlocks is the fewest blocks worth a worker of their own; tests
-// lower it (and set forceParts) to split small tables.
-var minPartBlocks = 64
-
-// forceParts, when positive, is the number of parts split makes
-// regardless of GOMAXPROCS, for tests.
-var forceParts = 0
-
-// regionMargin is how much larger than the sampled ratio predicts a part's
-// region is; tests shrink it, part by part, to make parts outgrow their
-// regions.
-var regionMargin = []float64{1.1}
-
-// part is one worker's share of the expansion: symbols [i0, i1) (blocks
-// [k0, k1)) from names[m0:m1], written to out.
-type part struct {
-	k0, k1, i0, i1, m0, m1 int
-	at                     int     // where its region starts in the shared buffer
-	out                    []byte  // expanded names; its region unless it outgrew it
-	own                    bool    // out is the worker's own buffer
-	f                      *filter // shared; workers only call maybe
-	hits                   []int   // symbols whose names f may watch
-	err                    error
-}
-
 // expandAll decodes every symbol into an Index, checking every marker,
 // the sort order, and VMCOREINFO's symbols on the way.
 //
-// It reads the address table, splits the blocks into parts of about
-// equal names bytes (one per worker, up to GOMAXPROCS and maxWorkers), and
-// sizes a region of one buffer for each from a sample of the expansion
-// ratio. It then reads each part's names (growing the buffer only as
-// reads succeed) and hands them to a worker before reading the next; the
-// last part runs on the calling goroutine, while another compacts the
-// addresses. The memory reader is only used by the calling goroutine.
-// Workers only note which names the VMCOREINFO filter may watch; the
-// calling goroutine checks them. A part writes its names into its region
-// and the absolute offsets of its symbols into the shared offsets; the
-// regions are then closed up. A part that outgrows its region continues
-// in a buffer of its own, and then every part is gathered into a new
-// buffer.
+// It reads the address table and the names (each buffer growing only as
+// reads succeed, so counts are shown real before anything is sized by
+// them), sizes the expanded names exactly (see expandedSize), and expands
+// them into that one buffer.
 func (t *tables) expandAll(info *vmcoreinfo.Info) (*symfinder.Index, error) {
-	// The address table is read first (its buffer growing only as reads
-	// succeed): it shows the symbol count is real before the offsets are
-	// allocated for it.
 	w := t.addrWidth()
 	raw, err := readChunked(t.r, t.tableVA, uint64(w*t.n), "address table")
 	if err != nil {
 		return nil, err
 	}
 	names := t.whole
-	if names == nil && t.namesLen > maxUnreadNames {
-		// Too large to allocate for before reading: read it all first.
+	if names == nil {
 		if names, err = readChunked(t.r, t.lay.Names.Addr, uint64(t.namesLen), "kallsyms_names"); err != nil {
 			return nil, err
 		}
 	}
-	parts := t.split()
-	ratio, err := t.sampleRatio(names)
+	total, err := t.expandedSize(names)
 	if err != nil {
 		return nil, err
 	}
-	ratio = min(ratio, maxRegionRatio)
-	total := 0
-	for j := range parts {
-		p := &parts[j]
-		p.at = total
-		total += int(float64(p.m1-p.m0)*ratio*regionMargin[j%len(regionMargin)]) + 4096
-	}
-	// Neither buffer is zeroed: the workers write every byte that is kept,
-	// taking the page faults of their own regions in parallel.
-	buf := nozero.Bytes(total)[:total]
-	nameOff := nozero.Uint32s(t.n + 1)[:t.n+1]
-	nameOff[0] = 0
+	// The fast path of expand may store up to room bytes past the last
+	// name; the buffer has that much more capacity than the names need.
+	dst := make([]byte, 0, total+max(t.tok.room, 16))
+	nameOff := make([]uint32, t.n+1)
 	f := newFilter(info)
-	var wg, cwg sync.WaitGroup
-	defer cwg.Wait() // no goroutine outlives Load, whichever way it returns
-	var readErr error
-	var sorted *symfinder.SortedAddrs
-	var sortErr error
-	for j := range parts {
-		p := &parts[j]
-		p.f = f
-		end := total
-		if j+1 < len(parts) {
-			end = parts[j+1].at
+	off := 0
+	for i := range t.n {
+		codes, next, _ := entry(names, off, t.big) // checked by expandedSize
+		o := len(dst)
+		dst = t.tok.expand(dst, names[codes:next])
+		if l := len(dst) - o; l == 0 || l > maxExpanded {
+			return nil, corrupt(t.lay.Names.Addr+uint64(off), uint64(l), "names entry %d expands to %d bytes", i, l)
 		}
-		region := buf[p.at:p.at:end]
-		var src []byte
-		if names != nil {
-			src = names[p.m0:p.m1]
-		} else if src, readErr = readChunked(t.r, t.lay.Names.Addr+uint64(p.m0), uint64(p.m1-p.m0), "kallsyms_names"); readErr != nil {
-			break
+		nameOff[i+1] = uint32(len(dst))
+		if name := dst[o+1:]; f.maybe(name) {
+			f.check(name, decodeAddr(t.enc, raw[w*i:], i, t.bo, t.lay.PtrSize, t.base, t.tableVA)&t.mask)
 		}
-		if j == len(parts)-1 {
-			// The addresses are decoded and compacted on a goroutine of
-			// their own while the names expand and are closed up.
-			cwg.Go(func() {
-				prev := uint64(0)
-				sorted, sortErr = symfinder.CompactSorted(t.n, func(first int, out []uint64) error {
-					decodeWindow(out, t.enc, raw[w*first:], first, t.bo, t.lay.PtrSize, t.base, t.tableVA)
-					for j, a := range out {
-						a &= t.mask
-						if a < prev {
-							return corrupt(t.lay.Addresses.Addr, uint64(first+j), "symbol %d is below the one before it", first+j)
-						}
-						out[j], prev = a, a
-					}
-					return nil
-				})
-			})
-			t.expandPart(p, src, region, nameOff)
-			break
-		}
-		wg.Go(func() { t.expandPart(p, src, region, nameOff) })
-	}
-	wg.Wait()
-	if readErr != nil {
-		return nil, readErr
-	}
-	for j := range parts {
-		if parts[j].err != nil {
-			return nil, parts[j].err
-		}
-	}
-	total = 0
-	for _, p := range parts {
-		total += len(p.out)
-	}
-	if uint64(total) > math.MaxUint32 {
-		return nil, corrupt(t.lay.Names.Addr, uint64(total), "names expand to %d bytes", total)
-	}
-	buf = closeUp(buf, parts, nameOff)
-	cwg.Wait()
-	if sortErr != nil {
-		return nil, sortErr
-	}
-	for _, p := range parts {
-		for _, i := range p.hits {
-			f.check(buf[nameOff[i]+1:nameOff[i+1]], decodeAddr(t.enc, raw[w*i:], i, t.bo, t.lay.PtrSize, t.base, t.tableVA)&t.mask)
-		}
+		off = next
 	}
 	if err := f.err(); err != nil {
 		return nil, err
 	}
+	prev := uint64(0)
 	// seqs_of_names is not read: the index hashes names for lookups,
 	// which is cheaper than checking the kernel's order would be.
-	return symfinder.NewSortedFrom(FinderName, "", sorted, buf[:nameOff[t.n]], nameOff, f.end(), f.ranges(info))
+	return symfinder.NewSorted(FinderName, "", dst, nameOff, func(first int, out []uint64) error {
+		decodeWindow(out, t.enc, raw[w*first:], first, t.bo, t.lay.PtrSize, t.base, t.tableVA)
+		for j, a := range out {
+			a &= t.mask
+			if a < prev {
+				return corrupt(t.lay.Addresses.Addr, uint64(first+j), "symbol %d is below the one before it", first+j)
+			}
+			out[j], prev = a, a
+		}
+		return nil
+	}, f.end(), f.ranges(info))
 }
 
-// closeUp moves each part down to where the one before it ended (a
-// memmove within buf) and its offsets with it, and returns the buffer
-// holding all names, which is a new one when a part outgrew its region:
-// moving it into place could overwrite a later part's region before that
-// moves. The parts' total is below 4 GiB.
-func closeUp(buf []byte, parts []part, nameOff []uint32) []byte {
-	pos := 0
-	for _, p := range parts {
-		pos += len(p.out)
+// expandedSize checks every names entry and marker and returns how many
+// bytes the names expand to (type letters included): the lengths of the
+// tokens of every byte of names, less those of the entries' length
+// prefixes. Summing over the whole table in one flat loop, and hopping
+// from prefix to prefix, is a third of the cost of summing entry by
+// entry, whose inner loop mispredicts its exit once per symbol.
+func (t *tables) expandedSize(names []byte) (int, error) {
+	// Four sums, so that the additions do not wait on one another.
+	ln := &t.tok.n
+	var s0, s1, s2, s3 uint64
+	rest := names
+	for ; len(rest) >= 4; rest = rest[4:] {
+		s0 += uint64(ln[rest[0]])
+		s1 += uint64(ln[rest[1]])
+		s2 += uint64(ln[rest[2]])
+		s3 += uint64(ln[rest[3]])
 	}
-	if slices.ContainsFunc(parts, func(p part) bool { return p.own }) {
-		buf = make([]byte, pos)
+	for _, b := range rest {
+		s0 += uint64(ln[b])
 	}
-	pos = 0
-	for _, p := range parts {
-		copy(buf[pos:], p.out)
-		shift := uint32(pos)
-		if !p.own {
-			shift -= uint32(p.at) // its offsets are absolute in the shared buffer
-		}
-		if shift != 0 {
-			for i := p.i0 + 1; i <= p.i1; i++ {
-				nameOff[i] += shift
-			}
-		}
-		pos += len(p.out)
-	}
-	return buf[:pos]
-}
-
-// split divides the blocks into parts of about equal names bytes, one per
-// worker. Every part but the last has whole blocks of 256 symbols.
-func (t *tables) split() []part {
-	nb := len(t.markers)
-	np := min(runtime.GOMAXPROCS(0), maxWorkers)
-	if forceParts > 0 {
-		np = forceParts
-	}
-	np = max(1, min(np, nb/minPartBlocks))
-	parts := make([]part, 0, np)
-	k := 0
-	for j := range np {
-		k1 := nb
-		if j < np-1 {
-			goal := t.namesLen / np * (j + 1)
-			k1 = k + 1
-			for k1 < nb-(np-1-j) && int(t.markers[k1]) < goal {
-				k1++
-			}
-		}
-		p := part{k0: k, k1: k1, i0: 256 * k, i1: min(256*k1, t.n), m0: int(t.markers[k]), m1: t.namesLen}
-		if k1 < nb {
-			p.m1 = int(t.markers[k1])
-		}
-		parts = append(parts, p)
-		k = k1
-	}
-	return parts
-}
-
-// sampleBlocks is how many blocks sampleRatio expands.
-const sampleBlocks = 32
-
-// maxRegionRatio caps the sampled ratio the regions are sized by: real
-// kernels expand 1.4–1.9 times, and a hostile token table that expands
-// more makes its parts grow buffers of their own as their output grows,
-// instead of one allocation sized by the sample.
-const maxRegionRatio = 3
-
-// maxUnreadNames is the most names bytes expandAll allocates for before
-// reading them (its regions, about twice that, are not touched until
-// written): a 6.12 kernel has 2.3 MB. Larger tables are read first, so
-// that an allocation sized by them follows proof that they are in the
-// dump. Tests lower it.
-var maxUnreadNames = 16 << 20
-
-// sampleRatio estimates expanded bytes per names byte from a few blocks
-// spread over the table (1.4–1.9 on real kernels). Malformed entries end
-// a block's sample; the expansion proper reports them.
-func (t *tables) sampleRatio(names []byte) (float64, error) {
-	nb := len(t.markers)
-	ns := min(sampleBlocks, nb)
-	in, out := 0, 0
-	var raw []byte
-	scratch := make([]byte, 0, max(t.tok.room, 16)*maxCodes) // room for the fast path
-	for s := range ns {
-		k := s * nb / ns
-		start, end := int(t.markers[k]), t.namesLen
-		if k+1 < nb {
-			end = int(t.markers[k+1])
-		}
-		var blk []byte
-		if names != nil {
-			blk = names[start:end]
-		} else {
-			raw = slices.Grow(raw[:0], end-start)[:end-start]
-			addr := t.lay.Names.Addr + uint64(start)
-			if err := memory.ReadFull(t.r, raw, addr); err != nil {
-				return 0, fmt.Errorf("kallsyms: kallsyms_names at %#x: %w", addr, err)
-			}
-			blk = raw
-		}
-		off := 0
-		for range min(256, t.n-256*k) {
-			codes, next, ok := entry(blk, off, t.big)
-			if !ok {
-				break
-			}
-			scratch = t.tok.expand(scratch[:0], blk[codes:next])
-			in += next - off
-			out += len(scratch)
-			off = next
-		}
-	}
-	if in == 0 {
-		return 2, nil
-	}
-	return max(1, float64(out)/float64(in)), nil
-}
-
-// expandPart expands part p from src (its names, starting at names offset
-// p.m0) into dst (len 0, the part's region), writing each symbol's end to
-// nameOff[i+1]: absolute in the shared buffer while in the region, and
-// relative to its own buffer once it has outgrown it.
-func (t *tables) expandPart(p *part, src, dst []byte, nameOff []uint32) {
+	total := s0 + s1 + s2 + s3
 	off := 0
-	room := max(t.tok.room, 16)
-	base := uint32(p.at)
-	for i := p.i0; i < p.i1; i++ {
+	for i := range t.n {
 		if i&255 == 0 {
-			k := i >> 8
-			if uint32(p.m0+off) != t.markers[k] {
-				p.err = corrupt(t.lay.Markers.Addr+uint64(k*t.lay.MarkerSize), uint64(t.markers[k]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", k, i, p.m0+off)
-				return
+			if k := i >> 8; uint32(off) != t.markers[k] {
+				return 0, corrupt(t.lay.Markers.Addr+uint64(k*t.lay.MarkerSize), uint64(t.markers[k]), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", k, i, off)
 			}
 		}
-		codes, next, ok := entry(src, off, t.big)
+		codes, next, ok := entry(names, off, t.big)
 		if !ok {
-			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), uint64(i), "names entry %d is malformed or crosses the next block's kallsyms_markers", i)
-			return
+			return 0, corrupt(t.lay.Names.Addr+uint64(off), uint64(i), "names entry %d is malformed or crosses the next block's kallsyms_markers", i)
 		}
-		if need := room * (next - codes); cap(dst)-len(dst) < need {
-			grown := make([]byte, len(dst), max(expandEstimate(p.m1-p.m0, off, len(dst)), len(dst)+need))
-			copy(grown, dst)
-			if !p.own {
-				for j := p.i0 + 1; j <= i; j++ {
-					nameOff[j] -= base
-				}
-				base, p.own = 0, true
-			}
-			dst = grown
-		}
-		o := len(dst)
-		dst = t.tok.expand(dst, src[codes:next])
-		if l := len(dst) - o; l == 0 || l > maxExpanded {
-			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), uint64(l), "names entry %d expands to %d bytes", i, l)
-			return
-		}
-		end := uint64(base) + uint64(len(dst))
-		if end > math.MaxUint32 {
-			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), end, "names expand past 4 GiB")
-			return
-		}
-		nameOff[i+1] = uint32(end)
-		if p.f.maybe(dst[o+1:]) {
-			p.hits = append(p.hits, i)
+		for _, b := range names[off:codes] {
+			total -= uint64(ln[b])
 		}
 		off = next
 	}
-	if p.m0+off != p.m1 {
-		if p.m1 == t.namesLen {
-			p.err = corrupt(t.lay.Names.Addr+uint64(p.m0+off), uint64(p.m0+off), "names end before kallsyms_markers")
-		} else {
-			p.err = corrupt(t.lay.Markers.Addr+uint64(p.k1*t.lay.MarkerSize), uint64(p.m1), "kallsyms_markers[%d] is not the offset of names entry %d (%#x)", p.k1, p.i1, p.m0+off)
-		}
-		return
+	if off != t.namesLen {
+		return 0, corrupt(t.lay.Names.Addr+uint64(off), uint64(off), "names end before kallsyms_markers")
 	}
-	p.out = dst
-}
-
-// expandEstimate is how many bytes to reserve for expanded names when done
-// of the total bytes of names have expanded to out bytes: the ratio so far
-// applied to the rest, plus a margin.
-func expandEstimate(total, done, out int) int {
-	const slack = 64 << 10
-	if done == 0 {
-		return 2*total + slack
+	if total > math.MaxUint32 {
+		return 0, corrupt(t.lay.Names.Addr, total, "names expand to %d bytes, past 4 GiB", total)
 	}
-	rest := total - done
-	return out + int(float64(rest)*float64(out)/float64(done)*1.05) + slack
+	return int(total), nil
 }
 
 // filter watches the expansion for the names VMCOREINFO gives addresses of

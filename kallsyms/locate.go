@@ -2,12 +2,10 @@ package kallsyms
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/kdumpsyms/kdumpsyms/internal/nozero"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -184,13 +182,12 @@ func readChunked(r memory.Reader, addr, size uint64, what string) ([]byte, error
 	if addr+size < addr {
 		return nil, corrupt(addr, size, "%s of %d bytes wraps the address space", what, size)
 	}
-	// The buffer grows (by doubling, up to size) only as reads succeed,
-	// and is not zeroed: every byte kept is read into.
+	// The buffer grows (by doubling, up to size) only as reads succeed.
 	var buf []byte
 	for done := uint64(0); done < size; {
 		n := min(size-done, readChunk)
 		if uint64(cap(buf)) < done+n {
-			buf = append(nozero.Bytes(int(min(size, max(2*uint64(cap(buf)), done+n)))), buf...)
+			buf = append(make([]byte, 0, int(min(size, max(2*uint64(cap(buf)), done+n)))), buf...)
 		}
 		buf = buf[:done+n]
 		if err := memory.ReadFull(r, buf[done:done+n], addr+done); err != nil {
@@ -284,7 +281,7 @@ func fromAddrs(r memory.Reader, c config, a TableAddrs, src string) (*located, e
 	var errs []error
 	numAddrs := []uint64{a.NumSyms}
 	if a.NumSyms == 0 {
-		// num_syms is the label before names (formats.md §7.5).
+		// num_syms is the label before names (docs/formats.md §7.5).
 		numAddrs = []uint64{a.Names - 8, a.Names - 4}
 	}
 	for _, na := range numAddrs {
@@ -320,7 +317,7 @@ func fromAddrs(r memory.Reader, c config, a TableAddrs, src string) (*located, e
 			}
 		}
 	}
-	return nil, fmt.Errorf("kallsyms: no layout around kallsyms_names %#x validates: %w", a.Names, errors.Join(errs...))
+	return nil, candidates(nil, len(errs), errs, "no layout around kallsyms_names %#x validates", a.Names)
 }
 
 func markerSizes(ptr int) []int {
@@ -402,7 +399,7 @@ func addrCands(l *located, a TableAddrs) []addrCand {
 			out = append(out, addrCand{encs: []Encoding{PlaceRelative, Offsets32}, table: a.Offsets, seqs: seqsFor(a.Offsets, s), order: order(a.Offsets)})
 		}
 	default:
-		// Derive from the layout (formats.md §7.6). Before v6.4 the
+		// Derive from the layout (docs/formats.md §7.6). Before v6.4 the
 		// table precedes num_syms: relative_base fills the ALGN slot
 		// right before it, the offsets end before that.
 		ns := t.lay.NumSymsTable.Addr

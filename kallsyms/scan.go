@@ -11,22 +11,22 @@ import (
 
 // digitRun is token_table entries 0x30–0x39: every kernel has the digits
 // in some name, so each is its own one-character token (all generations;
-// formats.md §7.2).
+// docs/formats.md §7.2).
 var digitRun = []byte("0\x001\x002\x003\x004\x005\x006\x007\x008\x009\x00")
 
 // tokenBackWindow is how far before the '0' entry a candidate is read: 47
-// tokens of at most a few dozen characters (longest observed: 19).
+// tokens of at most a few dozen characters (longest in the corpus: 22).
 const tokenBackWindow = 4096
 
-// tokenFwdWindow covers the rest of the table (real tables are under 1 KiB
-// in all) and token_index after it.
+// tokenFwdWindow covers the rest of the table (the corpus kernels' tables
+// are at most 1108 bytes in all) and token_index after it.
 const tokenFwdWindow = 8192
 
 // Bounds on a scan's work. A digit run costs at most tokenBackWindow +
 // tokenFwdWindow bytes read; a token table that validates with its
 // token_index costs a read back of up to ~13 MiB per label alignment and
 // marker size. Real images hold one token table and a digit run or two
-// elsewhere (formats.md §7.2); an image filled with decoys (hostile, or
+// elsewhere (docs/formats.md §7.2); an image filled with decoys (hostile, or
 // garbage that repeats one) would otherwise take hours and build an error
 // of hundreds of MiB.
 const (
@@ -43,7 +43,7 @@ const minScanMarkers = 2
 // scan looks for the tables in the kernel image, for kernels whose
 // VMCOREINFO does not export them (< v6.0): the token table by its digit
 // run, token_index by its offsets, then markers, names and num_syms walking
-// back from it (formats.md §7). A candidate counts only when every check
+// back from it (docs/formats.md §7). A candidate counts only when every check
 // passes, including the address encoding's _stext test.
 func scan(r memory.Reader, c config, opt Options) (*located, error) {
 	start := opt.ImageStart
@@ -97,7 +97,12 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 				tables++
 			}
 			if len(errs) < maxScanErrs {
-				errs = append(errs, fmt.Errorf("candidate token table near %#x: %w", hit, err))
+				if deep {
+					err = fmt.Errorf("candidate token table near %#x (%w): %w", hit, errDeep, err)
+				} else {
+					err = fmt.Errorf("candidate token table near %#x: %w", hit, err)
+				}
+				errs = append(errs, err)
 			}
 		}
 		if n < int(size) {
@@ -119,11 +124,20 @@ func scanErr(start, end uint64, hits int, errs []error, why string) error {
 	if len(errs) == 0 {
 		return fmt.Errorf("%w in [%#x, %#x)%s", ErrNotFound, start, end, why)
 	}
-	if more := hits - len(errs); more > 0 {
-		errs = append(errs, fmt.Errorf("and %d more candidates", more))
+	e := candidates(ErrNotFound, hits, errs, "tables not found in [%#x, %#x)%s", start, end, why)
+	// A candidate whose token table and index validated got furthest.
+	for i, err := range errs {
+		if errors.Is(err, errDeep) {
+			e.Nearest = i
+			break
+		}
 	}
-	return fmt.Errorf("%w in [%#x, %#x)%s: %w", ErrNotFound, start, end, why, errors.Join(errs...))
+	return e
 }
+
+// errDeep marks the error of a scan candidate whose token table and
+// token_index validated, so that it is shown as the nearest miss.
+var errDeep = errors.New("token table and token_index validate")
 
 // tryHit checks one digit run: token table and index, then the rest. deep
 // reports that the token table and token_index validated.
@@ -168,7 +182,7 @@ func tryHit(r memory.Reader, c config, imgStart, hit uint64) (l *located, deep b
 	if len(errs) == 0 {
 		return nil, true, corrupt(tt, 0, "token table not aligned as a label")
 	}
-	return nil, true, errors.Join(errs...)
+	return nil, true, candidates(nil, len(errs), errs, "no layout before the token table at %#x validates", tt)
 }
 
 // findTokenIndex finds the start of token_table and token_index from the
@@ -344,7 +358,7 @@ func findNames(r memory.Reader, c config, imgStart, tt uint64, algn uint64, msz 
 	if tried == 0 {
 		errs = append(errs, corrupt(tt, 0, "no kallsyms_markers before the token table"))
 	}
-	return nil, errors.Join(errs...)
+	return nil, candidates(nil, tried, errs, "no kallsyms_markers before the token table at %#x fit", tt)
 }
 
 // namesBefore finds names and num_syms before markers at ms: names start
@@ -430,7 +444,7 @@ func namesBefore(r memory.Reader, c config, ms uint64, m, msz int, algn uint64, 
 	if len(errs) == 0 {
 		return nil, corrupt(ms, uint64(m), "no names and num_syms fit kallsyms_markers at %#x", ms)
 	}
-	return nil, errors.Join(errs...)
+	return nil, candidates(nil, len(errs), errs, "no names and num_syms fit kallsyms_markers at %#x", ms)
 }
 
 // readBack reads the longest readable tail of [lo, hi): in 64 KiB pieces

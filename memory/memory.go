@@ -24,11 +24,11 @@ func (f ReaderFunc) ReadAt(p []byte, addr uint64) (int, error) { return f(p, add
 // ErrNotSaved means the memory at the address is not in the dump: the page
 // was excluded by filtering, never saved, or lies outside every saved range.
 // The dump is not broken; the data is absent.
-var ErrNotSaved = errors.New("page not present in dump")
+var ErrNotSaved error = &classError{"page not present in dump", ClassNotSaved}
 
 // ErrCorrupt means data read from a dump is inconsistent: typically this
 // indicates a damaged, truncated or crafted file.
-var ErrCorrupt = errors.New("corrupt dump data")
+var ErrCorrupt error = &classError{"corrupt dump data", ClassCorrupt}
 
 // FaultError reports a read that failed at Addr.
 //

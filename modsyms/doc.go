@@ -25,7 +25,11 @@
 // struct module is __randomize_layout, so every offset comes from a
 // btflayout.Source: by default the vmlinux BTF inside the dump (located by
 // the __start_BTF and __stop_BTF symbols), otherwise DWARF or BTF from a
-// file, or an explicit table (Options.Layout). struct kernel_symbol is
+// file, an explicit table, or layouts inferred from the dump
+// (btflayout.Infer) given as Options.Layout. The list head is the modules
+// symbol, or Options.Head (found by btflayout.FindModuleList without it).
+// With inferred layouts, Module.Unshown says that refcount, users and
+// taints are unknown. struct kernel_symbol is
 // usually absent from BTF; its layout (place-relative or absolute, with or
 // without namespace) is chosen by trying each and keeping the one whose
 // name pointers all lead to printable strings in the module.

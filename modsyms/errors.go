@@ -1,8 +1,10 @@
 package modsyms
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 var (
@@ -11,12 +13,12 @@ var (
 	// NUL, a string offset beyond the string table. Typically this
 	// indicates a damaged dump, or layouts that do not belong to the kernel
 	// that wrote it.
-	ErrCorrupt = errors.New("corrupt module data")
+	ErrCorrupt = memory.Classed("corrupt module data", memory.ErrCorrupt)
 
 	// ErrMissingInfo means a symbol the walk needs (modules, __start_BTF,
 	// __stop_BTF) is not known, or the layout source lacks a struct or field
 	// every kernel has. The dump is not broken; the information is absent.
-	ErrMissingInfo = errors.New("missing information")
+	ErrMissingInfo = memory.Classed("missing information", vmcoreinfo.ErrMissingInfo)
 )
 
 // ModuleError reports a module that could not be read. Name is the

@@ -40,9 +40,10 @@ const (
 
 // layout holds every offset the walk uses, resolved once from a Source.
 type layout struct {
-	src  string
-	ptr  uint64
-	read uint64 // bytes of struct module read per module
+	src      string
+	inferred bool // from btflayout.Infer: no refcnt, taints, source_list
+	ptr      uint64
+	read     uint64 // bytes of struct module read per module
 
 	state, list, name  fld
 	listNext, listPrev fld
@@ -89,6 +90,7 @@ func resolveLayout(src btflayout.Source, ptr uint64) (*layout, error) {
 		return nil, missing(err)
 	}
 	l := &layout{src: src.Describe(), ptr: ptr}
+	_, l.inferred = src.(*btflayout.Inferred)
 	l.state = field(mod, "state", 4)
 	l.list = field(mod, "list", 2*ptr)
 	l.name = field(mod, "name", 0)

@@ -102,6 +102,11 @@ type Module struct {
 	// Taints is struct module's taints bitmask (TAINT_* bit numbers, as
 	// the kernel's add_taint_module sets them); see Flags.
 	Taints uint64
+	// Unshown is set when the layouts lack the fields behind /proc/modules'
+	// refcount, users and taint flags because they were inferred
+	// (btflayout.Infer): RefCount, Deps and Taints are then unknown, not
+	// zero or empty.
+	Unshown bool
 	// Deps lists the modules using this one (/proc/modules' fourth column,
 	// without "[permanent]"); nil when unknown.
 	Deps []string
@@ -135,6 +140,9 @@ type Options struct {
 	// before): names longer than KsymNameLen-1 are truncated as
 	// /proc/kallsyms truncates them. 0 means 512.
 	KsymNameLen int
+	// Head is the address of the modules list head; 0 means the modules
+	// symbol's.
+	Head uint64
 	// TypeInSize says, for kernels without typetab (before v5.2), that the
 	// type letter was kept in st_size (v5.0 and v5.1) rather than in
 	// st_info (before v5.0). Sizes are then unknown.
@@ -221,9 +229,12 @@ func Load(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 		return nil, err
 	}
 	ld.l = l
-	head, ok := syms("modules")
-	if !ok {
-		return nil, fmt.Errorf("modsyms: symbol modules not found (kallsyms without KALLSYMS_ALL?): %w", ErrMissingInfo)
+	head := opt.Head
+	if head == 0 {
+		var ok bool
+		if head, ok = syms("modules"); !ok {
+			return nil, fmt.Errorf("modsyms: symbol modules not found (kallsyms without KALLSYMS_ALL?): %w", ErrMissingInfo)
+		}
 	}
 	return ld.load(head)
 }

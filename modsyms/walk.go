@@ -104,7 +104,7 @@ func (ld *loader) structBuf() []byte {
 // module decodes one struct module read into buf; nil for an unformed one.
 func (ld *loader) module(addr uint64, buf []byte) *Module {
 	l := ld.l
-	m := &Module{Addr: addr}
+	m := &Module{Addr: addr, Unshown: l.inferred}
 	st, _ := ld.uint(buf, l.state)
 	m.State = State(st)
 	if m.State == StateUnformed {

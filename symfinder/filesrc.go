@@ -12,7 +12,22 @@ import (
 // ErrCorrupt means a symbol file could not be parsed: typically this
 // indicates a wrong or damaged input. Line errors are [*LineError]s, which
 // match it with errors.Is.
-var ErrCorrupt = errors.New("symfinder: malformed symbol file")
+var ErrCorrupt error = &corruptSentinel{"symfinder: malformed symbol file"}
+
+// corruptSentinel is the type of ErrCorrupt. Its Is matches
+// memory.ErrCorrupt, which it recognises by that error's ErrorClass method
+// ("corrupt"): this package imports nothing of kdump-syms.
+type corruptSentinel struct{ msg string }
+
+func (e *corruptSentinel) Error() string { return e.msg }
+
+// Is reports whether target is memory.ErrCorrupt.
+func (e *corruptSentinel) Is(target error) bool { return isCorruptClass(target) }
+
+func isCorruptClass(target error) bool {
+	c, ok := target.(interface{ ErrorClass() string })
+	return ok && c.ErrorClass() == "corrupt"
+}
 
 // ErrAddressesHidden means every address of a /proc/kallsyms capture is
 // zero: it was read by a user the kernel hides addresses from
@@ -32,7 +47,7 @@ func (e *LineError) Error() string {
 }
 
 // Is reports whether target is ErrCorrupt.
-func (e *LineError) Is(target error) bool { return target == ErrCorrupt }
+func (e *LineError) Is(target error) bool { return target == ErrCorrupt || isCorruptClass(target) }
 
 func lineError(file string, num int, line []byte, msg string) *LineError {
 	const maxQuoted = 80

@@ -84,12 +84,13 @@ func archFromELF(m elf.Machine, bo binary.ByteOrder, c elf.Class) Arch {
 
 // archFromUname names the architecture of a utsname machine string as the
 // kdump header records it (uname -m of the crashed kernel, or QEMU's
-// target name).
+// target name, which is upper case on some targets: QEMU's s390x writes
+// "S390X"). Case is ignored.
 func archFromUname(m string) Arch {
-	m = strings.TrimRight(m, "\x00 ")
+	m = strings.ToLower(strings.TrimRight(m, "\x00 "))
 	var name string
 	switch m {
-	case "", "Unknown", "unknown":
+	case "", "unknown":
 		// QEMU 10 writes "Unknown" when it has no guest utsname: the
 		// header says nothing, VMCOREINFO or the notes must decide.
 		return Arch{}

@@ -5,8 +5,12 @@
 //
 //   - an xz, zstd or gzip wrapper (magic bytes fd 37 7a 58 5a 00,
 //     28 b5 2f fd, 1f 8b) is decompressed once into a temporary file in
-//     Options.TempDir (os.TempDir by default), removed by Close and on every
-//     error path; one level of wrapping is accepted;
+//     Options.TempDir (os.TempDir by default), which on Linux has no name
+//     (O_TMPFILE) and so is gone when the process ends however it ends;
+//     with Options.CacheDir it is kept there instead, under the SHA-256 of
+//     the wrapped file's content, for the next Open of the same content
+//     (complete or absent, least recently used removed beyond
+//     Options.CacheMaxBytes); one level of wrapping is accepted;
 //   - an ELF core (/proc/vmcore, /proc/kcore, makedumpfile -E, QEMU
 //     dump-guest-memory) is read by package elfcore;
 //   - a kdump-compressed file (signature "KDUMP   "), its flattened stream

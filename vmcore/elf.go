@@ -18,7 +18,11 @@ var elfOpener = opener{
 		}
 		if len(paths) > 1 {
 			f.Close()
-			return nil, "", fmt.Errorf("%d files given, but an ELF core is a single file", len(paths))
+			return nil, "", errSingleELF(len(paths))
+		}
+		if err := checkLoads(f); err != nil {
+			f.Close()
+			return nil, "", err
 		}
 		return &elfBackend{f}, "elf", nil
 	},
@@ -27,8 +31,27 @@ var elfOpener = opener{
 		if err != nil {
 			return nil, "", elfErr(err)
 		}
+		if err := checkLoads(f); err != nil {
+			f.Close()
+			return nil, "", err
+		}
 		return &elfBackend{f}, "elf", nil
 	},
+}
+
+func errSingleELF(n int) error {
+	return fmt.Errorf("%d files given, but an ELF core is a single file", n)
+}
+
+// checkLoads refuses an ELF core without a PT_LOAD segment: it holds no
+// memory this package can read (a Xen xc_core file, for one, keeps its
+// pages in sections), so opening it as an empty dump would only fail
+// later, and less clearly.
+func checkLoads(f *elfcore.File) error {
+	if len(f.Segments()) == 0 {
+		return fmt.Errorf("ELF core without a PT_LOAD segment (a Xen xc_core file?): its memory is not where this reader looks: %w", errors.ErrUnsupported)
+	}
+	return nil
 }
 
 func elfErr(err error) error {
@@ -57,7 +80,7 @@ func (b *elfBackend) close() error          { return b.f.Close() }
 func (b *elfBackend) machine() Arch         { return archFromELF(b.f.Machine(), b.f.ByteOrder(), b.f.Class()) }
 
 // physBase derives x86_64's phys_base from a kernel-text segment, as
-// makedumpfile does (formats.md §3.5): the PT_LOAD whose p_vaddr lies in
+// makedumpfile does (docs/formats.md §3.5): the PT_LOAD whose p_vaddr lies in
 // the kernel text mapping starting at __START_KERNEL_map maps it to
 // p_paddr, so phys_base = p_paddr − (p_vaddr − __START_KERNEL_map).
 func (b *elfBackend) physBase() *uint64 {

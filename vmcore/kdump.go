@@ -96,7 +96,7 @@ func (b *kdumpBackend) machine() Arch {
 
 // physBase is the sub-header's phys_base when makedumpfile wrote it.
 // QEMU's is wrong on x86_64 whenever it is not zero (it parses the decimal
-// NUMBER(phys_base) as hex, formats.md §3.3); QEMU leaves utsname.release
+// NUMBER(phys_base) as hex, docs/formats.md §3.3); QEMU leaves utsname.release
 // empty, which tells the two apart.
 func (b *kdumpBackend) physBase() *uint64 {
 	if b.hdr.Release == "" {

@@ -16,7 +16,7 @@ import (
 // kdumpBytes writes a minimal kdump-compressed file (header version 6,
 // 64-bit little-endian layout, 4 KiB blocks, raw pages) holding pages
 // (pfn → 4096 bytes), with VMCOREINFO inside the ELF note blob, as
-// makedumpfile lays it out (formats.md §3.3).
+// makedumpfile lays it out (docs/formats.md §3.3).
 func kdumpBytes(pages map[uint64][]byte, maxMapnr uint64, notes []elfcoretest.Note) []byte {
 	const bs = 4096
 	le := binary.LittleEndian

@@ -11,7 +11,7 @@ import (
 
 // notePattern is what follows the 12-byte note header of the VMCOREINFO
 // note: the name with its NUL and one pad byte, then the first line the
-// kernel writes (formats.md §2.6, §7.8). The separate text page
+// kernel writes (docs/formats.md §2.6, §7.8). The separate text page
 // vmcoreinfo_data has no header and does not match.
 var notePattern = []byte("VMCOREINFO\x00\x00OSRELEASE=")
 
@@ -21,7 +21,7 @@ const (
 	// noteNameOff is where the name starts in a note: after the header.
 	noteNameOff = 12
 	// s390LowcoreVmcoreInfo is the physical address of the lowcore's u64
-	// vmcore_info, the note's physical address on s390 (formats.md §2.6).
+	// vmcore_info, the note's physical address on s390 (docs/formats.md §2.6).
 	s390LowcoreVmcoreInfo = 0xe0c
 	// holeSkip is the granule a hole inside a saved range is skipped by:
 	// the smallest page size.

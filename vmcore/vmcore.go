@@ -16,9 +16,18 @@ import (
 
 // Options adjust Open. The zero value gives the defaults.
 type Options struct {
-	// TempDir is where wrapped dumps are decompressed; "" means
-	// os.TempDir().
+	// TempDir is where wrapped dumps are decompressed when CacheDir is
+	// ""; "" means os.TempDir(). On Linux the file has no name (O_TMPFILE),
+	// so nothing is left behind however the process ends.
 	TempDir string
+	// CacheDir, when not "", keeps decompressed wrapped dumps between
+	// runs, keyed by the SHA-256 of the wrapped file's content: a second
+	// Open of the same .xz/.zst/.gz file hashes it instead of
+	// decompressing it. See the package documentation.
+	CacheDir string
+	// CacheMaxBytes caps the entries kept in CacheDir, the least recently
+	// used removed first; 0 means DefaultCacheMaxBytes.
+	CacheMaxBytes int64
 	// MaxDecompressedSize caps the size of a decompressed wrapper, against
 	// decompression bombs; 0 means DefaultMaxDecompressedSize.
 	MaxDecompressedSize int64
@@ -29,6 +38,10 @@ type Options struct {
 	// ForceScan ignores the VMCOREINFO the container carries and finds the
 	// note in memory, as for a dump without one. For tests and diagnosis.
 	ForceScan bool
+	// NoSpool refuses inputs that cannot be read at random (standard
+	// input as "-", pipes, FIFOs) with ErrNotSeekable instead of copying
+	// them to a temporary file in TempDir.
+	NoSpool bool
 	// WrapPhysical, when not nil, wraps the container's physical reader
 	// once at open. Every read of physical memory goes through the reader
 	// it returns: Physical, the VMCOREINFO scan, and the page-table walks
@@ -83,7 +96,8 @@ type Dump struct {
 	format string
 	be     backend
 	phys   memory.Reader // be.physical(), wrapped by Options.WrapPhysical
-	temps  []string
+	held   []*tempFile   // decompressed dumps, until the backend opens them
+	temps  []string      // named temporary files, removed by Close
 
 	raw        []byte
 	info       *vmcoreinfo.Info
@@ -102,6 +116,9 @@ type Dump struct {
 
 // Open opens the dump in paths: one file, or the parts of a split
 // kdump-compressed dump. See the package documentation for the formats.
+// A path may be Stdin ("-"), a pipe or a FIFO: it is copied to a temporary
+// file first (see Options.NoSpool); a directory is a *DirectoryError
+// naming the dumps in it.
 //
 // Errors wrap ErrUnrecognizedFormat when no format matches, ErrTooLarge
 // when a wrapper decompresses beyond the limit, memory.ErrCorrupt for
@@ -122,7 +139,14 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 	// Unwrap compressed files first.
 	plain := make([]string, len(paths))
 	var wrapper string
-	for i, p := range paths {
+	for i, name := range paths {
+		p, spooled, err := prepareInput(name, opt)
+		if spooled != "" {
+			d.temps = append(d.temps, spooled)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("vmcore: %w", err)
+		}
 		fh, err := os.Open(p)
 		if err != nil {
 			return nil, err
@@ -132,24 +156,25 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 			fh.Close()
 			return nil, err
 		}
-		w, tmp, err := unwrap(fh, st.Size(), opt)
+		w, u, err := unwrap(fh, st.Size(), opt)
 		fh.Close()
-		if tmp != "" {
-			d.temps = append(d.temps, tmp)
+		if u != nil {
+			d.hold(u)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("vmcore: %s: %w", p, err)
+			return nil, fmt.Errorf("vmcore: %s: %w", name, err)
 		}
 		if i > 0 && w != wrapper {
-			return nil, fmt.Errorf("vmcore: %s: wrapped as %q but %s as %q", p, w, paths[0], wrapper)
+			return nil, fmt.Errorf("vmcore: %s: wrapped as %q but %s as %q", name, w, paths[0], wrapper)
 		}
 		wrapper = w
 		plain[i] = p
-		if tmp != "" {
-			plain[i] = tmp
+		if u != nil {
+			plain[i] = u.path
 		}
 	}
 	be, format, err := probePaths(plain)
+	d.release()
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %s: %w", paths[0], err)
 	}
@@ -175,15 +200,16 @@ func OpenReaderAt(r io.ReaderAt, size int64, opt Options) (_ *Dump, err error) {
 			d.Close()
 		}
 	}()
-	w, tmp, err := unwrap(r, size, opt)
-	if tmp != "" {
-		d.temps = append(d.temps, tmp)
+	w, u, err := unwrap(r, size, opt)
+	if u != nil {
+		d.hold(u)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %w", err)
 	}
-	if tmp != "" {
-		d.be, d.format, err = probePaths([]string{tmp})
+	if u != nil {
+		d.be, d.format, err = probePaths([]string{u.path})
+		d.release()
 		d.format = w + "+" + d.format
 	} else {
 		d.be, d.format, err = probeReader(r, size)
@@ -205,7 +231,7 @@ type opener struct {
 	openRA   func(r io.ReaderAt, size int64) (backend, string, error)
 }
 
-var openers = []opener{elfOpener, kdumpOpener}
+var openers = []opener{elfOpener, kdumpOpener, flatELFOpener}
 
 func probePaths(paths []string) (backend, string, error) {
 	for _, o := range openers {
@@ -274,7 +300,7 @@ func (d *Dump) containerSource() string {
 	return "kdump-header"
 }
 
-// Format names the container: "elf", "kdump", "kdump-flattened" or
+// Format names the container: "elf", "elf-flattened", "kdump", "kdump-flattened" or
 // "kdump-split", prefixed by the wrapper when there is one ("xz+elf",
 // "zstd+kdump", "gzip+elf").
 func (d *Dump) Format() string { return d.format }
@@ -305,7 +331,11 @@ func (d *Dump) Physical() memory.Reader { return d.phys }
 // container's own segments and notes; reads through it bypass
 // Options.WrapPhysical.
 func (d *Dump) ELFCore() *elfcore.File {
-	if b, ok := d.be.(*elfBackend); ok {
+	be := d.be
+	if ob, ok := be.(*ownedBackend); ok {
+		be = ob.backend // a flattened ELF core
+	}
+	if b, ok := be.(*elfBackend); ok {
 		return b.f
 	}
 	return nil
@@ -335,7 +365,28 @@ func (d *Dump) CPUs() []CPU { return d.cpus }
 
 // Close releases the files and removes temporary files. It returns the
 // first error.
+// hold keeps u's temporary file, if any, open until release.
+func (d *Dump) hold(u *unwrapped) {
+	if u.tmp != nil {
+		d.held = append(d.held, u.tmp)
+	}
+}
+
+// release closes the held temporary files once the backend has opened
+// them (or failed to): an unnamed one lives on through the backend's own
+// file, and a named one is removed by Close.
+func (d *Dump) release() {
+	for _, t := range d.held {
+		t.Close()
+		if !t.unnamed {
+			d.temps = append(d.temps, t.Name())
+		}
+	}
+	d.held = nil
+}
+
 func (d *Dump) Close() error {
+	d.release()
 	var first error
 	if d.be != nil {
 		first = d.be.close()

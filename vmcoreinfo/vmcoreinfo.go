@@ -13,7 +13,22 @@ import (
 var ErrMissingInfo = errors.New("vmcoreinfo: key not present")
 
 // ErrCorrupt means the text is not VMCOREINFO or a line cannot be parsed.
-var ErrCorrupt = errors.New("vmcoreinfo: malformed")
+var ErrCorrupt error = &corruptSentinel{"vmcoreinfo: malformed"}
+
+// corruptSentinel is the type of ErrCorrupt. Its Is matches
+// memory.ErrCorrupt, which it recognises by that error's ErrorClass method
+// ("corrupt"): this package imports nothing of kdump-syms.
+type corruptSentinel struct{ msg string }
+
+func (e *corruptSentinel) Error() string { return e.msg }
+
+// Is reports whether target is memory.ErrCorrupt.
+func (e *corruptSentinel) Is(target error) bool { return isCorruptClass(target) }
+
+func isCorruptClass(target error) bool {
+	c, ok := target.(interface{ ErrorClass() string })
+	return ok && c.ErrorClass() == "corrupt"
+}
 
 // MaxSize caps the text Parse accepts. The kernel's buffer is one page
 // (VMCOREINFO_BYTES = PAGE_SIZE); 64 KiB allows the largest page size.
@@ -40,7 +55,7 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 // Is reports whether target is ErrCorrupt.
-func (e *LineError) Is(target error) bool { return target == ErrCorrupt }
+func (e *LineError) Is(target error) bool { return target == ErrCorrupt || isCorruptClass(target) }
 
 // Info is parsed VMCOREINFO. The zero value holds nothing; use Parse.
 type Info struct {
@@ -195,7 +210,7 @@ func (in *Info) Config(name string) bool {
 func (in *Info) OSRelease() string { v, _ := in.Get("OSRELEASE"); return v }
 
 // BuildID returns BUILD-ID as text (hex digits), if present. Some stable
-// kernels print garbage here (formats.md §2.2); it is returned as found.
+// kernels print garbage here (docs/formats.md §2.2); it is returned as found.
 func (in *Info) BuildID() (string, bool) { return in.Get("BUILD-ID") }
 
 // PageSize returns PAGESIZE.

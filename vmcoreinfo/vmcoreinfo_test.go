@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sample is shaped after a Debian 6.1 amd64 note (formats.md §2.2–2.5).
+// sample is shaped after a Debian 6.1 amd64 note (docs/formats.md §2.2–2.5).
 const sample = "OSRELEASE=6.1.0-18-amd64\n" +
 	"BUILD-ID=5f0c0a1c2b7b3ed0ec5cdd0d2a68a84aa8d2c1b2\n" +
 	"PAGESIZE=4096\n" +

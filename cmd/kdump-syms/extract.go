@@ -25,11 +25,13 @@ func cmdExtract(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("extract", "extract [flags] -o OUT VMCORE")
 	var (
 		parts, keeps multiFlag
+		rep          report
 		out          = fs.String("o", "", "write the extract to `file` (file.1 … file.N for a split dump)")
 		format       = fs.String("format", "", "output container: elf (default: the input's own)")
 		force        = fs.Bool("force", false, "replace existing output files")
 	)
 	fs.Var(&parts, "part", "another part of a split dump (repeatable)")
+	fs.BoolVar(&rep.verbose, "v", false, "verbose errors: the full chain of every failure")
 	fs.Var(&keeps, "keep", "also keep `range` p:0xSTART-0xEND (physical) or v:0xSTART-0xEND (kernel virtual), END exclusive (repeatable)")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
@@ -61,23 +63,24 @@ func cmdExtract(args []string, stdout, stderr io.Writer) error {
 		if errors.Is(err, extract.ErrExists) {
 			return usageError{err.Error()}
 		}
-		return err
+		return rep.fatal(stderr, err)
 	}
 	fmt.Fprintf(stderr, "kdump-syms: extract: kept %d pages of %d bytes (%s); %d pages read are not in the input\n",
 		res.Pages, res.PageSize, mib(int64(res.Pages)*int64(res.PageSize)), res.NotSaved)
-	var failed []error
 	for i, c := range res.Consumers {
-		fmt.Fprintf(stderr, "  %-12s %6d pages %9s  %s\n", c.Name, res.Saved[i], mib(int64(res.Saved[i])*int64(res.PageSize)), consumerWhy[c.Name])
+		state := consumerWhy[c.Name]
 		if c.Err != nil {
-			fmt.Fprintf(stderr, "  %-12s failed: %v\n", "", c.Err)
-			failed = append(failed, c.Err)
+			state = "failed, see below"
+			rep.addFrom(c.Name, c.Err)
 		}
+		fmt.Fprintf(stderr, "  %-12s %6d pages %9s  %s\n", c.Name, res.Saved[i], mib(int64(res.Saved[i])*int64(res.PageSize)), state)
 	}
 	fmt.Fprintf(stderr, "kdump-syms: extract: wrote %s, %d file(s), %s, in %s\n", res.Format, len(res.Files), mib(res.Bytes), time.Since(started).Round(time.Millisecond))
 	for _, f := range res.Files {
 		fmt.Fprintln(stdout, f)
 	}
-	return nil
+	// The extract was written; a consumer that failed made it smaller.
+	return rep.finish(stderr, true)
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }

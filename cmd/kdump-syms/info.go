@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -60,6 +61,7 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 		}
 	} else if err := d.InfoErr(); err != nil {
 		kv("vmcoreinfo error", "%v", err)
+		c.rep.addFrom("vmcoreinfo", err)
 	}
 	kv("cpus", "%d", len(d.CPUs()))
 	block := func(title, text string) {
@@ -74,6 +76,7 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 	set, modErr := s.Modules()
 	if tr, err := d.Translator(); err != nil {
 		kv("translation", "unavailable: %v", err)
+		c.rep.addFrom(kdumpsyms.NeedTranslation, err)
 	} else {
 		block("translation", tr.Describe())
 	}
@@ -96,6 +99,11 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 			kv("modules failed", "%v", modErr)
 		}
 	}
+	if how, detail := describeLayouts(s); detail == "" {
+		kv("layouts", "%s", how)
+	} else {
+		block("layouts: "+how, detail)
+	}
 	for _, f := range s.Chain().Finders() {
 		fd, _ := s.Chain().Finder(f.Name)
 		count := 0
@@ -106,11 +114,16 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 		}
 		if ferr != nil {
 			kv("finder "+f.Name, "%s, unavailable: %v", state, ferr)
+			c.rep.add(&symfinder.FinderError{Finder: f.Name, Err: ferr})
 			continue
 		}
 		kv("finder "+f.Name, "%s, %d symbols", state, count)
 	}
-	return nil
+	c.addModuleFailures(s)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return c.rep.finish(stderr, true)
 }
 
 func orUnknown(s string) string {
@@ -138,7 +151,7 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 	defer c.finish(s, stderr)
 	set, merr := s.Modules()
 	if set == nil {
-		return merr
+		return c.rep.fatal(stderr, merr)
 	}
 	digits := 16
 	if s.Dump().Arch().PtrSize == 4 {
@@ -155,8 +168,11 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 		if len(m.Deps) > 0 {
 			deps = strings.Join(m.Deps, ",") + ","
 		}
+		if m.Unshown {
+			ref, deps = "?", "?" // layouts inferred: not known
+		}
 		fmt.Fprintf(w, "%s %d %s %s %s 0x%0*x", m.Name, m.Size, ref, deps, m.State, digits, m.TextBase)
-		if f := m.Flags(); f != "" {
+		if f := m.Flags(); f != "" && !m.Unshown {
 			fmt.Fprintf(w, " %s", f)
 		}
 		fmt.Fprintln(w)
@@ -164,7 +180,8 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return merr
+	c.addModuleFailures(s)
+	return c.rep.finish(stderr, true)
 }
 
 // progress prints msg on stderr if the work takes longer than a second and

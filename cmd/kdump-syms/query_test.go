@@ -69,7 +69,7 @@ func TestReverseAndModules(t *testing.T) {
 	vw := truthSymbol(t, g, "", "vfs_write")
 	xw := truthSymbol(t, g, "xfs", "xfs_file_write_iter")
 	code, stdout, stderr := runCLI("addr", dump, "vfs_write+0xe1", "xfs_file_write_iter+0x5e [xfs]", "xfs:xfs_file_write_iter+0x5e", "nosuch+0x1")
-	assert.Equal(t, exitUnresolved, code, stderr)
+	assert.Equal(t, exitPartial, code, stderr)
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	require.Len(t, lines, 4, stdout)
 	assert.True(t, strings.HasPrefix(lines[0], fmt.Sprintf("%016x vfs_write+0xe1/", vw.Addr+0xe1)), lines[0])
@@ -83,7 +83,7 @@ func TestReverseAndModules(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, fmt.Sprintf("%016x t xfs_file_write_iter\t[xfs]\n%016x T vfs_write\n", xw.Addr, vw.Addr), stdout)
 	code, _, stderr = runCLI("name", "--module", "xfs", dump, "vfs_write")
-	assert.Equal(t, exitUnresolved, code)
+	assert.Equal(t, exitPartial, code)
 	assert.Contains(t, stderr, "vfs_write")
 	code, stdout, _ = runCLI("name", "--module", "xfs", "--glob", dump, "xfs_file_write_it*")
 	require.Equal(t, exitOK, code)
@@ -100,7 +100,7 @@ func TestReverseAndModules(t *testing.T) {
 	require.NotEmpty(t, want)
 	assert.Equal(t, strings.Join(want, ""), stdout)
 	code, _, _ = runCLI("all", "--module", "no_such_module", dump)
-	assert.Equal(t, exitUnresolved, code)
+	assert.Equal(t, exitPartial, code)
 }
 
 // TestSystemMapRoundTrip: --format system.map writes the core kernel only,
@@ -123,9 +123,9 @@ func TestSystemMapRoundTrip(t *testing.T) {
 	require.NoError(t, os.WriteFile(m, []byte(stdout), 0o644))
 	args := []string{fmt.Sprintf("%#x", vw.Addr+0xe1), "vfs_write+0x10", fmt.Sprintf("%#x", truthSymbol(t, g, "", "_end").Addr-1), "0"}
 	code, fromDump, _ := runCLI(append([]string{"addr", dump}, args...)...)
-	assert.Equal(t, exitUnresolved, code) // 0 is in no symbol
+	assert.Equal(t, exitPartial, code) // 0 is in no symbol
 	code, fromMap, _ := runCLI(append([]string{"addr", "--system-map", m, "--finders", "system.map", dump}, args...)...)
-	assert.Equal(t, exitUnresolved, code)
+	assert.Equal(t, exitPartial, code)
 	assert.Equal(t, fromDump, fromMap)
 }
 

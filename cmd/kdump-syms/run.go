@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,19 +17,14 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
-)
-
-const (
-	exitOK         = 0
-	exitError      = 1
-	exitUsage      = 2
-	exitUnresolved = 3
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
 const usageText = `kdump-syms recovers a Linux kernel's symbols from a crash dump (vmcore),
 with no vmlinux and no debug info.
 
 Usage:
+  kdump-syms --version                         module version and VCS revision
   kdump-syms all     [flags] VMCORE            every symbol, as /proc/kallsyms printed it
   kdump-syms addr    [flags] VMCORE ADDR...    symbolize addresses, or NAME+0xOFF [MOD] in reverse ("-": an oops on stdin)
   kdump-syms name    [flags] VMCORE NAME...    symbols by name (MOD:NAME, --module, --glob, --regexp)
@@ -39,9 +35,28 @@ Usage:
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
 a kdump-compressed file (makedumpfile, QEMU; flattened too), optionally
 wrapped in xz, zstd or gzip; name the other parts of a split dump with --part.
+VMCORE "-" reads the dump from standard input (a pipe, e.g. makedumpfile -F
+over ssh); pipes and FIFOs are copied to a temporary file first.
 Run "kdump-syms COMMAND --help" for a command's flags.
 
-Exit status: 0 ok, 1 error, 2 usage, 3 some queries unresolved.
+Examples:
+  kdump-syms all vmcore > kallsyms.txt
+  kdump-syms addr vmcore ffffffff81a2b3c4 ffffffffc0a1b2c4
+  kdump-syms addr vmcore - < oops.txt
+  kdump-syms name --glob vmcore 'tcp_v4_*'
+  kdump-syms info vmcore
+  kdump-syms modules vmcore
+  kdump-syms extract -o small.elf vmcore
+
+Each root cause of a failure is printed once, in one line; -v adds the
+full chain.
+
+Exit status (every command):
+  0  everything asked for was produced
+  3  output was produced, but some part failed (a finder, a module, an
+     address); stderr says which
+  1  nothing useful could be produced
+  2  usage error
 `
 
 // errUsage marks errors whose exit status is 2.
@@ -60,8 +75,11 @@ type common struct {
 	finders      string
 	lazy         bool
 	stats        bool
+	noCache      bool
 	demangle     bool
+	layouts      layoutFlags // layouts.go
 	started      time.Time
+	rep          report
 }
 
 type multiFlag []string
@@ -79,6 +97,24 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.lazy, "lazy", false, "decode kallsyms names on demand instead of expanding the whole table")
 	fs.BoolVar(&c.stats, "stats", false, "print time, bytes read and heap per phase on stderr, as key=value lines")
 	fs.BoolVar(&c.demangle, "demangle", false, "show Rust symbol names (v0 and legacy) demangled")
+	fs.BoolVar(&c.noCache, "no-cache", false, "do not keep decompressed .xz/.zst/.gz dumps in the user's cache directory\n"+
+		"(default: kept, keyed by the wrapped file's SHA-256, 4 GiB at most, least recently used removed first)")
+	fs.BoolVar(&c.rep.verbose, "v", false, "verbose errors: after each root cause, the full chain of every failure it caused")
+	c.layouts.register(fs)
+}
+
+// cacheDir is where decompressed wrapped dumps are kept: kdump-syms in the
+// user's cache directory, or "" (no cache) with --no-cache or when the
+// user has none.
+func (c *common) cacheDir() string {
+	if c.noCache {
+		return ""
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "kdump-syms")
 }
 
 // parseInterspersed parses flags that may follow positional arguments, as
@@ -118,7 +154,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &ex):
 		return int(ex)
 	default:
-		fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
+		var r report
+		r.add(err)
+		r.print(stderr)
 		return exitError
 	}
 }
@@ -138,6 +176,9 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
+	case "version", "-version", "--version":
+		printVersion(stdout)
+		return nil
 	case "all":
 		return cmdAll(args, stdout, stderr)
 	case "addr":
@@ -151,6 +192,9 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	case "extract":
 		return cmdExtract(args, stdout, stderr)
 	}
+	if s := suggest(cmd); s != "" {
+		return usagef("unknown command %q; did you mean %q? (kdump-syms --help lists the commands)", cmd, s)
+	}
 	fmt.Fprint(stderr, usageText)
 	return usagef("unknown command %q", cmd)
 }
@@ -158,7 +202,11 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 func newFlagSet(name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kdump-syms %s\n\nFlags:\n", synopsis)
+		fmt.Fprintf(fs.Output(), "Usage: kdump-syms %s\n", synopsis)
+		if ex := examples[name]; ex != "" {
+			fmt.Fprintf(fs.Output(), "\nExample:\n  %s\n", strings.ReplaceAll(ex, "; ", "\n  "))
+		}
+		fmt.Fprintf(fs.Output(), "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
@@ -168,11 +216,13 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 // usage on stdout and is success; a bad flag is a usage error, with the
 // usage on stderr.
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, error) {
-	fs.SetOutput(stderr)
+	// The flag package prints its error too; run prints it once, prefixed.
+	fs.SetOutput(io.Discard)
 	usage := fs.Usage
 	fs.Usage = func() {}
 	pos, err := parseInterspersed(fs, args)
 	fs.Usage = usage
+	fs.SetOutput(stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stdout)
 		fs.Usage()
@@ -189,22 +239,33 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]st
 // the dump.
 func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session, error) {
 	c.started = time.Now()
-	paths := append(slices.Clone(dumpPaths), c.parts...)
-	stop := progress(stderr, "opening "+paths[0])
-	s, err := kdumpsyms.Open(kdumpsyms.Options{
+	paths := withSplitSiblings(append(slices.Clone(dumpPaths), c.parts...), stderr)
+	opt := kdumpsyms.Options{
+		Dump:         vmcore.Options{CacheDir: c.cacheDir()},
 		Lazy:         c.lazy,
 		VMLinux:      c.vmlinux,
 		SystemMap:    c.systemMap,
 		KallsymsFile: c.kallsymsFile,
-	}, paths...)
+	}
+	if err := c.layouts.apply(&opt); err != nil {
+		return nil, err
+	}
+	stop := progress(stderr, "opening "+paths[0])
+	s, err := kdumpsyms.Open(opt, paths...)
 	stop()
 	if err != nil {
-		return nil, err
+		return nil, c.rep.fatal(stderr, err)
 	}
 	if c.finders != "" {
 		if err := s.Chain().SetOrder(strings.Split(c.finders, ",")...); err != nil {
 			s.Close()
 			return nil, usagef("--finders: %v", err)
+		}
+	}
+	c.checkSplit(s, paths[0])
+	for _, f := range s.Chain().Finders() {
+		if f.Enabled {
+			c.rep.finders = append(c.rep.finders, f.Name)
 		}
 	}
 	return s, nil
@@ -246,13 +307,12 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	var failed []error
 	printed := 0
 	err = s.Phase("output", func() error {
 		var mapSyms []symfinder.Symbol
 		for sym, err := range s.Chain().All() {
 			if err != nil {
-				failed = append(failed, err)
+				c.rep.add(err)
 				continue
 			}
 			if !moduleMatches(*module, sym.Module) {
@@ -284,18 +344,43 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *module != "" && printed == 0 && len(failed) == 0 {
-		fmt.Fprintf(stderr, "kdump-syms: no symbols of module %q\n", *module)
-		return exitCode(exitUnresolved)
+	if *module != "" && printed == 0 && !c.rep.failed() {
+		c.rep.miss(fmt.Sprintf("symbols of module %q", *module))
 	}
-	// Modules that failed alone were skipped; say so.
+	c.addModuleFailures(s)
+	// A module filter that matched nothing is an answer while some finder
+	// worked, as an unresolved address is.
+	return c.rep.finish(stderr, printed > 0 || (*module != "" && !c.rep.explained()))
+}
+
+// addModuleFailures reports the modules that failed alone: the module
+// finder skipped them and answered for the others.
+func (c *common) addModuleFailures(s *kdumpsyms.Session) {
 	if set, merr := s.Modules(); set != nil && merr != nil {
-		failed = append(failed, merr)
+		c.rep.addFrom(kdumpsyms.FinderModules, merr)
 	}
-	if len(failed) > 0 {
-		return errors.Join(failed...)
+}
+
+// reportingLookuper records the failures of the finders a lookup asked.
+type reportingLookuper struct {
+	ch  *symfinder.Chain
+	rep *report
+}
+
+func (l reportingLookuper) Lookup(addr uint64) (symfinder.Symbol, error) {
+	sym, err := l.ch.Lookup(addr)
+	if err != nil {
+		l.rep.add(err)
 	}
-	return nil
+	return sym, err
+}
+
+func (l reportingLookuper) Find(q symfinder.Query) ([]symfinder.Symbol, error) {
+	syms, err := l.ch.Find(q)
+	if err != nil {
+		l.rep.add(err)
+	}
+	return syms, err
 }
 
 func cmdAddr(args []string, stdout, stderr io.Writer) error {
@@ -312,6 +397,9 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(pos) < 2 {
 		return usagef("addr: want VMCORE and at least one address, or - to read text from stdin")
+	}
+	if pos[0] == "-" && slices.Contains(pos[1:], "-") {
+		return usagef("addr: standard input cannot be both the dump and the text to symbolize")
 	}
 	stdin := len(pos) == 2 && pos[1] == "-"
 	var queries []addrQuery
@@ -339,33 +427,36 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 		minAddr = 0 // the kernel runs at low addresses
 	}
 	format := c.formatter()
-	unresolved := 0
+	resolved := 0
+	lk := reportingLookuper{s.Chain(), &c.rep}
 	err = s.Phase("output", func() error {
 		if stdin {
-			o := &oopsReader{r: s.Chain(), digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
+			o := &oopsReader{r: lk, digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
 				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386"}
 			err := o.symbolizeStream(stdinReader, stdout)
-			unresolved = o.unresolved
+			resolved = o.resolved
+			if o.unresolved > 0 {
+				c.rep.miss(fmt.Sprintf("%d addresses in the text", o.unresolved))
+			}
 			return err
 		}
 		for _, q := range queries {
 			addrs := []uint64{q.addr}
 			if q.symbol {
 				if addrs = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
-					unresolved++
-					fmt.Fprintf(stderr, "kdump-syms: %q: no symbol %s%s\n", q.arg, q.name, moduleSuffix(q.module))
+					c.rep.miss(fmt.Sprintf("%q (no symbol %s%s)", q.arg, q.name, moduleSuffix(q.module)))
 					fmt.Fprintf(stdout, "%s ?\n", q.arg)
 					continue
 				}
 			}
 			for _, addr := range addrs {
-				sym, err := s.Chain().Lookup(addr)
+				sym, err := lk.Lookup(addr)
 				if err != nil {
-					unresolved++
-					fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
+					c.rep.miss(fmt.Sprintf("address %#x", addr))
 					fmt.Fprintf(stdout, "%0*x ?\n", digits, addr)
 					continue
 				}
+				resolved++
 				fmt.Fprintf(stdout, "%0*x %s\n", digits, addr, format(sym, addr))
 			}
 		}
@@ -374,10 +465,8 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if unresolved > 0 {
-		return exitCode(exitUnresolved)
-	}
-	return nil
+	// Unresolved addresses are an answer while some finder worked.
+	return c.rep.finish(stderr, resolved > 0 || !c.rep.explained())
 }
 
 func moduleSuffix(m string) string {
@@ -450,18 +539,19 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 		}
 		return sw.write(sym)
 	}
-	unresolved := 0
+	found := 0
 	err = s.Phase("output", func() error {
 		if match != nil {
-			found := make([]bool, len(match))
+			matched := make([]bool, len(match))
 			for sym, err := range s.Chain().All() {
 				if err != nil {
-					fmt.Fprintf(stderr, "kdump-syms: %v\n", err)
+					c.rep.add(err)
 					continue
 				}
 				for i, m := range match {
 					if moduleMatches(mods[i], sym.Module) && m(sym.Name) {
-						found[i] = true
+						matched[i] = true
+						found++
 						if err := write(sym); err != nil {
 							return err
 						}
@@ -469,10 +559,9 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 					}
 				}
 			}
-			for i, f := range found {
+			for i, f := range matched {
 				if !f {
-					unresolved++
-					fmt.Fprintf(stderr, "kdump-syms: no symbol matches %q\n", pos[1+i])
+					c.rep.miss(fmt.Sprintf("pattern %q", pos[1+i]))
 				}
 			}
 			return sw.flush()
@@ -484,10 +573,11 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 				err = fmt.Errorf("no symbol %s%s: %w", n, moduleSuffix(mods[i]), symfinder.ErrNotFound)
 			}
 			if err != nil {
-				unresolved++
-				fmt.Fprintf(stderr, "kdump-syms: %q: %v\n", pos[1+i], err)
+				c.rep.add(err)
+				c.rep.miss(fmt.Sprintf("name %q", pos[1+i]))
 				continue
 			}
+			found++
 			for _, sym := range syms {
 				if err := write(sym); err != nil {
 					return err
@@ -499,8 +589,5 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if unresolved > 0 {
-		return exitCode(exitUnresolved)
-	}
-	return nil
+	return c.rep.finish(stderr, found > 0 || !c.rep.explained())
 }

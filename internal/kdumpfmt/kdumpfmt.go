@@ -1,5 +1,5 @@
 // Package kdumpfmt holds the field offsets of the kdump-compressed format's
-// disk_dump_header and kdump_sub_header (formats.md §3.3), so that the
+// disk_dump_header and kdump_sub_header (docs/formats.md §3.3), so that the
 // reader (package diskdump) and the writer (package extract) share one
 // statement of them.
 package kdumpfmt

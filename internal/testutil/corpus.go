@@ -264,9 +264,29 @@ type CorpusGuest struct {
 	Manifest *ManifestGuest // its entry in manifest.json
 }
 
+// ShortGuest is the one guest corpus tests run on with go test -short: the
+// largest kernel, with BTF, KALLSYMS_ALL and the kallsyms VMCOREINFO lines.
+const ShortGuest = "deb13-6.12-amd64"
+
 // Corpus returns every guest listed in testdata/vmcores/manifest.json, in
-// manifest order. It fails the test if the manifest is missing or broken.
+// manifest order; with go test -short, only ShortGuest (see also
+// CorpusGuest.AvailableDumps). It fails the test if the manifest is
+// missing or broken.
 func Corpus(tb testing.TB) []*CorpusGuest {
+	tb.Helper()
+	all := allGuests(tb)
+	if testing.Short() {
+		for _, g := range all {
+			if g.Name == ShortGuest {
+				return []*CorpusGuest{g}
+			}
+		}
+		return all[:1]
+	}
+	return all
+}
+
+func allGuests(tb testing.TB) []*CorpusGuest {
 	tb.Helper()
 	m := CorpusManifest(tb)
 	cache := CorpusCacheDir(tb)
@@ -284,7 +304,7 @@ func Corpus(tb testing.TB) []*CorpusGuest {
 // CorpusGuestNamed returns the guest called name, failing the test if absent.
 func CorpusGuestNamed(tb testing.TB, name string) *CorpusGuest {
 	tb.Helper()
-	for _, g := range Corpus(tb) {
+	for _, g := range allGuests(tb) {
 		if g.Name == name {
 			return g
 		}
@@ -301,9 +321,16 @@ type Manifest struct {
 // ManifestGuest is one guest in the manifest.
 type ManifestGuest struct {
 	Name string `json:"name"`
-	Arch string `json:"arch"` // amd64 or arm64 (the name's last part)
+	Arch string `json:"arch"` // amd64, arm64, i386 or s390x (the name's last part)
 	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL (see CorpusGuest.ExpectModules).
-	KallsymsAll          bool            `json:"kallsyms_all"`
+	KallsymsAll bool `json:"kallsyms_all"`
+	// BTF (CONFIG_DEBUG_INFO_BTF), BPFJIT (CONFIG_BPF_JIT) and
+	// VMCOREINFONote (QEMU's ELF dump carries the note) are nil for guests
+	// generated before they were recorded (all amd64 and arm64 guests have
+	// BTF and a BPF JIT, and their dumps the note).
+	BTF                  *bool           `json:"btf"`
+	BPFJIT               *bool           `json:"bpf_jit"`
+	VMCOREINFONote       *bool           `json:"vmcoreinfo_note"`
 	KernelPackage        string          `json:"kernel_package"`
 	KernelVersion        string          `json:"kernel_version"`
 	Uname                string          `json:"uname"`
@@ -327,6 +354,8 @@ type ManifestTruth struct {
 	Other         int            `json:"other"`
 	OtherByName   map[string]int `json:"other_by_name"`
 	ProcModules   int            `json:"proc_modules"`
+	DmesgLines    int            `json:"dmesg_lines"`
+	ConsoleLines  int            `json:"console_lines"`
 }
 
 // ManifestFile describes one cached dump file.
@@ -398,12 +427,12 @@ func (g *CorpusGuest) read(tb testing.TB, name string) []byte {
 	return b
 }
 
-// Arch returns the guest's architecture as Debian names it: "amd64" or
-// "arm64".
+// Arch returns the guest's architecture as Debian names it: "amd64",
+// "arm64", "i386" or "s390x".
 func (g *CorpusGuest) Arch() string { return g.Manifest.Arch }
 
-// ArchName returns the architecture as vmcore.Arch names it: "x86_64" or
-// "arm64".
+// ArchName returns the architecture as vmcore.Arch names it: "x86_64",
+// "arm64", "i386" or "s390x".
 func (g *CorpusGuest) ArchName() string {
 	if g.Arch() == "amd64" {
 		return "x86_64"
@@ -412,13 +441,32 @@ func (g *CorpusGuest) ArchName() string {
 }
 
 // ExpectModules reports whether the dump alone can give the symbols of
-// modules (and BPF, ftrace, kprobes). It cannot when the kernel lacks
-// CONFIG_KALLSYMS_ALL (Debian's arm64 6.1): kallsyms then holds text
-// symbols only, so neither the `modules` list head nor (before v6.10)
+// modules (and ftrace, kprobes). It cannot when the kernel lacks
+// CONFIG_KALLSYMS_ALL (Debian's arm64 6.1, i386 5.10): kallsyms then holds
+// text symbols only, so neither the `modules` list head nor (before v6.10)
 // `__start_BTF` is there. Tests then expect the vmlinux lines of the
-// ground truth exactly and those finders to fail with MissingSymbol in
-// their error.
+// ground truth exactly and those finders to fail as FinderFailures says.
 func (g *CorpusGuest) ExpectModules() bool { return g.Manifest.KallsymsAll }
+
+// FinderFailure is a finder of the session's chain that fails on a guest's
+// dump today, and a text its error contains.
+type FinderFailure struct {
+	Finder   string // "modules", "ftrace", "bpf", "kprobes"
+	Contains string
+}
+
+// FinderFailures lists, in chain order, the finders whose All fails on
+// the guest's dumps today; every other finder must succeed and, together,
+// print the whole ground truth. Without KALLSYMS_ALL every finder but
+// kallsyms fails naming MissingSymbol. (A kernel without CONFIG_BPF_JIT,
+// Debian's s390x 6.12, has no bpf_kallsyms list and no [bpf] lines; its
+// bpf finder is empty, not failing.)
+func (g *CorpusGuest) FinderFailures() []FinderFailure {
+	if !g.ExpectModules() {
+		return []FinderFailure{{"modules", MissingSymbol}, {"ftrace", MissingSymbol}, {"bpf", MissingSymbol}, {"kprobes", MissingSymbol}}
+	}
+	return nil
+}
 
 // MissingSymbol is the symbol the errors of the module, BPF, ftrace and
 // kprobes finders name when ExpectModules is false: struct layouts come
@@ -559,12 +607,15 @@ func (g *CorpusGuest) RequireDump(tb testing.TB, f DumpFormat) []string {
 }
 
 // AvailableDumps returns the formats DumpPaths has: full dumps in the
-// cache, or committed extracts.
+// cache, or committed extracts; with go test -short, only the first.
 func (g *CorpusGuest) AvailableDumps() []DumpFormat {
 	var out []DumpFormat
 	for _, f := range AllDumpFormats {
 		if _, ok := g.DumpPaths(f); ok {
 			out = append(out, f)
+			if testing.Short() {
+				break
+			}
 		}
 	}
 	return out

@@ -68,7 +68,7 @@ func TestRepoRoot(t *testing.T) {
 // TestCorpusGroundTruth checks the committed ground truth against itself
 // and against manifest.json. It needs no dumps.
 func TestCorpusGroundTruth(t *testing.T) {
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			mt := g.Manifest.Truth
 			entries := g.Kallsyms(t)
@@ -92,6 +92,19 @@ func TestCorpusGroundTruth(t *testing.T) {
 			}
 			mods := g.Modules(t)
 			got.ProcModules = len(mods)
+			count := func(b []byte, ok bool) int {
+				if s := strings.TrimSpace(string(b)); ok && s != "" {
+					return strings.Count(s, "\n") + 1
+				}
+				return 0
+			}
+			got.DmesgLines = count(g.Dmesg(t))
+			got.ConsoleLines = count(g.ConsoleLog(t))
+			if g.Manifest.BTF != nil { // generated since dmesg and the console are kept
+				assert.Positive(t, got.DmesgLines, "no dmesg")
+				console, _ := g.ConsoleLog(t)
+				assert.Contains(t, string(console), "Kernel panic - not syncing", "console.log has no panic")
+			}
 			if len(mt.OtherByName) == 0 {
 				mt.OtherByName = map[string]int{}
 			}
@@ -99,14 +112,20 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.Positive(t, got.Vmlinux)
 			assert.Positive(t, got.Modules)
 
-			// KASLR is on, so kallsyms addresses are real (kptr_restrict=0) and
-			// every loaded module has symbols.
+			// KASLR is on (but on s390x: TCG has no PRNG), so kallsyms
+			// addresses are real (kptr_restrict=0) and every loaded module
+			// has symbols.
 			// _stext, the start of .text, unrandomized: 0xffffffff81000000 on
 			// x86_64; KIMAGE_VADDR (0xffff800008000000 before v6.4, then
 			// 0xffff800080000000) + 64 KiB of head text on arm64 (whose _text,
-			// before _stext, kallsyms lacks without KALLSYMS_ALL).
-			stextBase := map[string][]uint64{"amd64": {0xffffffff81000000}, "arm64": {0xffff800008010000, 0xffff800080010000}}[g.Arch()]
+			// before _stext, kallsyms lacks without KALLSYMS_ALL);
+			// PAGE_OFFSET + CONFIG_PHYSICAL_START on i386; TEXT_OFFSET
+			// above KERNELOFFSET on s390x, where KERNELOFFSET is the image's
+			// virtual base even without KASLR (v6.10+).
+			stextBase := map[string][]uint64{"amd64": {0xffffffff81000000}, "arm64": {0xffff800008010000, 0xffff800080010000},
+				"i386": {0xc1000000}, "s390x": {0x100000}}[g.Arch()]
 			require.NotEmpty(t, stextBase, "arch %q", g.Arch())
+			kaslr := g.Arch() != "s390x"
 			text := -1
 			for i, e := range entries {
 				if e.Name == "_stext" && e.Kind == SymVmlinux {
@@ -115,7 +134,9 @@ func TestCorpusGroundTruth(t *testing.T) {
 			}
 			require.GreaterOrEqual(t, text, 0, "no _stext")
 			assert.NotZero(t, entries[text].Addr, "addresses hidden (kptr_restrict?)")
-			assert.NotContains(t, stextBase, entries[text].Addr, "KASLR should be active")
+			if kaslr {
+				assert.NotContains(t, stextBase, entries[text].Addr, "KASLR should be active")
+			}
 			for _, m := range mods {
 				assert.Positive(t, modSyms[m.Name], "no kallsyms lines for module %s", m.Name)
 				assert.Equal(t, "Live", m.State)
@@ -127,8 +148,14 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.Equal(t, g.Manifest.Uname, uname)
 			vi := string(g.VMCOREINFO(t))
 			assert.Contains(t, vi, "OSRELEASE="+uname+"\n")
-			assert.Contains(t, vi, "KERNELOFFSET=")
-			assert.NotContains(t, vi, "KERNELOFFSET=0\n", "KASLR should be active")
+			if g.Arch() == "i386" {
+				// 32-bit x86 prints no KERNELOFFSET; KASLR moves the image
+				// physically and virtually alike.
+				assert.NotContains(t, vi, "KERNELOFFSET=")
+			} else {
+				assert.Contains(t, vi, "KERNELOFFSET=")
+				assert.NotContains(t, vi, "KERNELOFFSET=0\n", "KASLR should be active")
+			}
 			// The ground truth comes from the same boot as the dump: _stext is
 			// the unrandomized address plus the note's KERNELOFFSET.
 			for line := range strings.SplitSeq(vi, "\n") {
@@ -152,7 +179,7 @@ func TestCorpusCachedDumps(t *testing.T) {
 	verify := os.Getenv(VerifyCacheEnv) == "1"
 	listed := map[string]bool{}
 	present := 0
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		names := map[string]bool{}
 		for _, f := range g.Manifest.Files {
 			key := g.Name + "/" + f.Name
@@ -236,6 +263,33 @@ func TestRequireDumpSkips(t *testing.T) {
 	assert.True(t, ran)
 }
 
+// qemuELFLoads reads the program headers of a QEMU ELF64 dump (i386
+// guests' too): debug/elf cannot open the s390x ones, whose .shstrtab
+// section header QEMU 7.2 writes little-endian in a big-endian file.
+func qemuELFLoads(t *testing.T, f io.ReaderAt) (binary.ByteOrder, []elf.ProgHeader) {
+	hdr := make([]byte, 64)
+	_, err := f.ReadAt(hdr, 0)
+	require.NoError(t, err)
+	require.Equal(t, "\x7fELF", string(hdr[:4]))
+	require.Equal(t, byte(elf.ELFCLASS64), hdr[4], "QEMU dumps are ELF64")
+	var bo binary.ByteOrder = binary.LittleEndian
+	if hdr[5] == byte(elf.ELFDATA2MSB) {
+		bo = binary.BigEndian
+	}
+	phoff, phnum := bo.Uint64(hdr[32:]), int(bo.Uint16(hdr[56:]))
+	require.Less(t, phnum, 0xffff, "PN_XNUM")
+	buf := make([]byte, 56*phnum)
+	_, err = f.ReadAt(buf, int64(phoff))
+	require.NoError(t, err)
+	var out []elf.ProgHeader
+	for i := range phnum {
+		b := buf[56*i:]
+		out = append(out, elf.ProgHeader{Type: elf.ProgType(bo.Uint32(b)), Off: bo.Uint64(b[8:]), Vaddr: bo.Uint64(b[16:]),
+			Paddr: bo.Uint64(b[24:]), Filesz: bo.Uint64(b[32:]), Memsz: bo.Uint64(b[40:])})
+	}
+	return bo, out
+}
+
 func sha256File(t *testing.T, p string) string {
 	f, err := os.Open(p)
 	require.NoError(t, err)
@@ -250,24 +304,25 @@ func sha256File(t *testing.T, p string) string {
 // address /sys/kernel/vmcoreinfo printed holds, in the QEMU ELF dump, an ELF
 // note named VMCOREINFO whose text is the committed vmcoreinfo.
 func TestCorpusVMCOREINFOInDump(t *testing.T) {
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			p := g.RequireFullDump(t, DumpQEMUELF)[0]
-			f, err := elf.Open(p)
+			f, err := os.Open(p)
 			require.NoError(t, err)
 			defer f.Close()
+			bo, loads := qemuELFLoads(t, f)
 			addr, size := g.VMCOREINFOSys(t)
 			buf := make([]byte, size)
 			found := false
-			for _, ph := range f.Progs {
+			for _, ph := range loads {
 				if ph.Type == elf.PT_LOAD && addr >= ph.Paddr && addr+size <= ph.Paddr+ph.Filesz {
-					_, err := ph.ReadAt(buf, int64(addr-ph.Paddr))
+					_, err := f.ReadAt(buf, int64(ph.Off+addr-ph.Paddr))
 					require.NoError(t, err)
 					found = true
 				}
 			}
 			require.True(t, found, "no PT_LOAD holds %#x", addr)
-			namesz, descsz := binary.LittleEndian.Uint32(buf), binary.LittleEndian.Uint32(buf[4:])
+			namesz, descsz := bo.Uint32(buf), bo.Uint32(buf[4:])
 			require.Equal(t, uint32(len("VMCOREINFO")+1), namesz)
 			assert.Equal(t, "VMCOREINFO\x00", string(buf[12:12+namesz]))
 			desc := buf[24 : 24+descsz]
@@ -283,7 +338,7 @@ func TestCorpusVMCOREINFOInDump(t *testing.T) {
 func TestCorpusExtractsFresh(t *testing.T) {
 	sums := ReadSHA256SUMS(t)
 	n := 0
-	for _, g := range Corpus(t) {
+	for _, g := range allGuests(t) {
 		src := readSources(filepath.Join(g.Dir, ExtractsDirName, "SOURCES"))
 		for name, sum := range src {
 			assert.Equal(t, sums[name], sum, "%s: extract made from another dump than SHA256SUMS lists: run testdata/vmcores/extract-corpus", name)

@@ -8,7 +8,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
-// arm64 descriptor bits, formats.md §4.2 (ARM ARM D8.3).
+// arm64 descriptor bits, docs/formats.md §4.2 (ARM ARM D8.3).
 const (
 	armDescTypeMask = 3
 	armDescTable    = 3 // table above the last level, page at it
@@ -146,6 +146,7 @@ func newARM64(cfg Config) (*translator, error) {
 	a.root = swapper - kvo
 	t.layout.Levels, t.layout.Root = a.levels, a.root
 	t.walk = func(va uint64) (uint64, error) { return a.walkFrom(a.root, va) }
+	t.pt = a.ptWalker
 	if _, err := readEntry(cfg.Phys, cfg.ByteOrder, 8, swapper, "pgd", a.root); err != nil {
 		return nil, fmt.Errorf("vtop: arm64: top-level page table: %w", err)
 	}
@@ -163,7 +164,7 @@ func newARM64(cfg Config) (*translator, error) {
 	}
 	t.fast = append(t.fast, FastPath{Name: "kernel image (kimage_voffset)", Start: lo, Last: last, Delta: kvo})
 
-	// Linear map, before and after the v5.4 flip (formats.md §4.2).
+	// Linear map, before and after the v5.4 flip (docs/formats.md §4.2).
 	physOff, ok := in.Number("PHYS_OFFSET")
 	if !ok {
 		t.note("no NUMBER(PHYS_OFFSET): linear map goes through the walk")

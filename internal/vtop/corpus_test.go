@@ -11,6 +11,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -220,5 +221,128 @@ func checkARM64Image(t *testing.T, tr vtop.Translator, byName map[string]uint64,
 			assert.Equal(t, initHi, runs[0][1], "the unmapped run ends at __init_end")
 		}
 		t.Logf("image fast path [%#x, %#x]: walk agrees on every page but the freed init region [%#x, %#x)", f.Start, f.Last, runs[0][0], runs[0][1])
+	}
+}
+
+// TestCorpusS390X checks the s390x walk on the real dump: every module
+// lies in vmalloc space, outside every fast path, and its base and its
+// struct module (named at moduleNameOffset, as on x86_64) translate through
+// the walk alone; on a full dump every page of both fast paths walks to
+// the fast path's answer (the KERNELOFFPHYS rule of v6.10+ confirmed).
+func TestCorpusS390X(t *testing.T) {
+	ran := false
+	for _, g := range testutil.Corpus(t) {
+		if g.Arch() != "s390x" {
+			continue
+		}
+		for _, f := range g.AvailableDumps() {
+			t.Run(g.Name+"/"+string(f), func(t *testing.T) {
+				paths, _ := g.DumpPaths(f)
+				d, err := vmcore.Open(paths...)
+				require.NoError(t, err)
+				defer d.Close()
+				tr, err := d.Translator()
+				require.NoError(t, err)
+				ran = true
+				l := tr.Layout()
+				require.Positive(t, l.Levels, tr.Describe())
+				thisModule := map[string]uint64{}
+				for _, s := range g.Kallsyms(t) {
+					if s.Name == "__this_module" {
+						thisModule[s.Module] = s.Addr
+					}
+				}
+				for _, m := range g.Modules(t) {
+					for _, p := range l.FastPaths {
+						assert.False(t, m.Addr >= p.Start && m.Addr <= p.Last, "module %s at %#x in fast path %s", m.Name, m.Addr, p.Name)
+					}
+					pa, err := vtop.WalkForTest(tr, m.Addr)
+					require.NoError(t, err, m.Name)
+					tpa, err := tr.Translate(m.Addr)
+					require.NoError(t, err, m.Name)
+					assert.Equal(t, pa, tpa)
+					name, err := memory.CString(tr, thisModule[m.Name]+moduleNameOffset, 56)
+					require.NoError(t, err, m.Name)
+					assert.Equal(t, m.Name, name)
+				}
+				if g.IsExtract(f) {
+					return
+				}
+				for _, p := range l.FastPaths {
+					bad := 0
+					for va := p.Start; va <= p.Last && va >= p.Start; va += 4096 {
+						pa, err := vtop.WalkForTest(tr, va)
+						if err != nil || pa != va-p.Delta {
+							if bad++; bad <= 3 {
+								t.Errorf("%s page %#x: walk %#x (%v), fast path %#x", p.Name, va, pa, err, va-p.Delta)
+							}
+						}
+					}
+					t.Logf("%s [%#x, %#x]: %d pages differ from the walk", p.Name, p.Start, p.Last, bad)
+				}
+			})
+		}
+	}
+	if !ran {
+		t.Skip("no s390x corpus dump")
+	}
+}
+
+// TestIssue13ImageSizeCorpus replays a kernel before ≈v4.20, whose
+// VMCOREINFO has no NUMBER(KERNEL_IMAGE_SIZE), on real KASLR dumps whose
+// image lies above 0xffffffffa0000000 (deb11-5.10-amd64 and
+// deb13-6.12-amd64): without the line, translation must still give what it
+// gives with it, for the top-level table's walk and every text symbol.
+func TestIssue13ImageSizeCorpus(t *testing.T) {
+	ran := false
+	for _, g := range testutil.Corpus(t) {
+		if g.Arch() != "amd64" {
+			continue
+		}
+		paths, ok := g.DumpPaths(testutil.DumpQEMUELF)
+		if !ok {
+			continue
+		}
+		t.Run(g.Name, func(t *testing.T) {
+			d, err := vmcore.Open(paths...)
+			require.NoError(t, err)
+			defer d.Close()
+			full, err := d.Translator()
+			require.NoError(t, err)
+			var lines []string
+			for l := range strings.SplitSeq(string(d.VMCOREINFO()), "\n") {
+				if !strings.HasPrefix(l, "NUMBER(KERNEL_IMAGE_SIZE)=") {
+					lines = append(lines, l)
+				}
+			}
+			in, err := vmcoreinfo.Parse([]byte(strings.Join(lines, "\n")))
+			require.NoError(t, err)
+			_, ok := in.Number("KERNEL_IMAGE_SIZE")
+			require.False(t, ok)
+			tr, err := vtop.New(vtop.Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: d.Physical()})
+			require.NoError(t, err)
+			ran = true
+			require.Equal(t, 4, tr.Layout().Levels, "walk on: %s", tr.Describe())
+			n := 0
+			for _, s := range g.Kallsyms(t) {
+				if s.Type != 't' && s.Type != 'T' {
+					continue
+				}
+				want, werr := full.Translate(s.Addr)
+				got, err := tr.Translate(s.Addr)
+				if werr != nil {
+					assert.Error(t, err, "%s %#x", s.Name, s.Addr)
+					continue
+				}
+				if assert.NoError(t, err, "%s %#x", s.Name, s.Addr) {
+					assert.Equal(t, want, got, "%s %#x", s.Name, s.Addr)
+				}
+				n++
+			}
+			t.Logf("%d text symbols translate as with NUMBER(KERNEL_IMAGE_SIZE); %s", n, tr.Layout().Notes)
+		})
+	}
+	if !ran {
+		t.Skip("no amd64 corpus dump")
 	}
 }

@@ -12,18 +12,22 @@
 //     KERNEL_IMAGE_SIZE), the direct map (page_offset_base, discovered by
 //     walking the page tables because VMCOREINFO does not carry it), and a
 //     4- or 5-level walk of init_top_pgt with 1 GiB and 2 MiB pages and the
-//     SME mask stripped from entries. formats.md §3.5, §4.1.
+//     SME mask stripped from entries. docs/formats.md §3.5, §4.1.
 //   - arm64: the kernel image (va − kimage_voffset, from _text where the
 //     page tables map the image head, else from _stext), the linear map
 //     (PHYS_OFFSET, before and after the v5.4 VA-space flip) and a walk of
 //     swapper_pg_dir for 4K/16K/64K granules and 39..52-bit VAs, with block
-//     mappings and 52-bit output addresses. formats.md §4.2.
+//     mappings and 52-bit output addresses. docs/formats.md §4.2.
 //   - i386: the lowmem linear map at PAGE_OFFSET (0xC0000000 unless the
 //     page tables say otherwise) and a 2-level (non-PAE) or 3-level (PAE)
-//     walk. formats.md §4.3.
+//     walk. docs/formats.md §4.3.
 //   - s390x: the kernel image as the kernel maps it (identity before
-//     KERNELOFFPHYS existed; va − KERNELOFFSET + KERNELOFFPHYS after), no
-//     page-table walk yet. formats.md §4.4.
+//     KERNELOFFPHYS existed; va − KERNELOFFSET + KERNELOFFPHYS after), the
+//     identity map of memory up to high_memory (at 0, or at IDENTITYBASE
+//     from ≈v6.10), and a DAT walk of swapper_pg_dir: region-first,
+//     -second and -third tables (the top one's type read from its
+//     entries), segment and page tables, with 1 MiB and 2 GiB frames.
+//     docs/formats.md §4.4.
 //
 // Other architectures (ppc64le, riscv64, ...) fail with an error wrapping
 // errors.ErrUnsupported.

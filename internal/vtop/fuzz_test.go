@@ -13,7 +13,8 @@ import (
 
 // FuzzWalk feeds random page-table pages to the walkers: data is cut into
 // 4 KiB pages placed at consecutive pfns from 0x100 (the first holds the
-// x86_64 top-level table, the i386 swapper_pg_dir and arm64's root), and
+// x86_64 top-level table, the i386 swapper_pg_dir, arm64's root and the
+// first of the four of s390x's swapper_pg_dir), and
 // every architecture translates and reads va. Nothing may panic, every
 // failure must be a *memory.FaultError carrying va, and a success must be
 // reproducible through the TLB.
@@ -45,13 +46,26 @@ func FuzzWalk(f *testing.F) {
 		binary.LittleEndian.PutUint64(loop[i:], 0x100000|3|x86PSE)
 	}
 	padded := append(append([]byte(nil), seed...), make([]byte, 8<<12-len(seed))...)
-	bases := [][]byte{seed, padded, seed[:4096], loop}
+	// An s390x region-third swapper_pg_dir at 0x100000 (four pages) with a
+	// 4 KiB page, a 1 MiB segment and a 2 GiB frame below it.
+	sm := newPhysMem(4096)
+	sb := newS390Builder(sm, 0x100000, s390RegionThird)
+	sb.mapPage(0x3ff00001000, 0x102000, 12)
+	sb.mapPage(0x3ff00100000, 0x200000, 20)
+	sb.mapPage(0x3ff80000000, 0x80000000, 31)
+	var s390seed []byte
+	for pfn := uint64(0x100); sm.pages[pfn] != nil; pfn++ {
+		s390seed = append(s390seed, sm.pages[pfn]...)
+	}
+	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed}
 	f.Add(uint8(0), []byte(nil), uint64(0xffffc90000001234), uint8(0))
 	f.Add(uint8(0), []byte(nil), uint64(0xffff888000012345), uint8(0x10))
 	f.Add(uint8(1), []byte(nil), uint64(0xffffc90000001234), uint8(1))
 	f.Add(uint8(2), []byte(nil), uint64(0xffffffffc0000000), uint8(0x21))
 	f.Add(uint8(3), []byte(nil), uint64(0xffffffffffffffff), uint8(0x3))
 	f.Add(uint8(fuzzRaw), []byte{}, uint64(0), uint8(0xff))
+	f.Add(uint8(4), []byte(nil), uint64(0x3ff00001234), uint8(0))
+	f.Add(uint8(4), []byte(nil), uint64(0x3ff80123456), uint8(0))
 
 	f.Fuzz(func(t *testing.T, mode uint8, data []byte, va uint64, flags uint8) {
 		if mode&fuzzRaw != 0 {
@@ -92,7 +106,9 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 	i386info, _ = vmcoreinfo.Parse([]byte(i386lines))
 	vaBits := []string{"39", "48", "52", "47"}[flags>>4&3]
 	armInfo, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffff800000100000\nNUMBER(kimage_voffset)=0xffff800000000000\nNUMBER(PHYS_OFFSET)=0x40000000\nNUMBER(VA_BITS)=" + vaBits + "\n"))
+	s390info, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(_stext)=100000\nSYMBOL(swapper_pg_dir)=100000\nKERNELOFFSET=0\n"))
 	for _, cfg := range []Config{
+		{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390info, Phys: m},
 		{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
 		{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
 		{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},

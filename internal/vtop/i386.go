@@ -10,7 +10,8 @@ import (
 
 // pageOffsets are the i386 PAGE_OFFSET values of the CONFIG_VMSPLIT_*
 // choices, default (3G/1G) first. VMCOREINFO does not say which one a
-// kernel uses; New takes the first the page tables confirm (formats.md §4.3).
+// kernel uses; New takes the first the page tables confirm
+// (docs/formats.md §4.3).
 var pageOffsets = []uint64{0xC0000000, 0xB0000000, 0x80000000, 0x78000000, 0x40000000}
 
 type i386 struct {
@@ -125,6 +126,7 @@ func newI386(cfg Config) (*translator, error) {
 		t.layout.Levels = 3
 	}
 	t.walk = func(va uint64) (uint64, error) { return x.walkFrom(x.root, va) }
+	t.pt = x.ptWalker
 	return t, nil
 }
 

@@ -32,7 +32,7 @@ func TestI386(t *testing.T) {
 			if !c.pae {
 				m.page(root >> 12)
 				// Lowmem 0..1 GiB-ish with 4 MiB pages, except the first 4 MiB
-				// with a page table (entry 1 maps 0x1000, formats.md §4.3).
+				// with a page table (entry 1 maps 0x1000, docs/formats.md §4.3).
 				pt := m.alloc()
 				for i := range uint64(1024) {
 					m.put32(bo, pt+i*4, uint32(i<<12|x86Present))
@@ -111,28 +111,4 @@ func TestI386(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, uint64(0x01a00010), pa)
 	})
-}
-
-func TestS390X(t *testing.T) {
-	bo := binary.BigEndian
-	m := newPhysMem(4096)
-	m.put64(bo, 0x1234560, 0x40000000) // high_memory = 1 GiB
-	in := info(t, "SYMBOL(_stext)=100000", "SYMBOL(high_memory)=1234560", "SYMBOL(lowcore_ptr)=1300000", "KERNELOFFSET=0")
-	tr, err := New(Config{Arch: "s390x", ByteOrder: bo, PtrSize: 8, Info: in, Phys: m})
-	require.NoError(t, err)
-	for _, va := range []uint64{0, 0xe0c, 0x100000, 0x3fffffff} {
-		pa, err := tr.Translate(va)
-		require.NoError(t, err)
-		assert.Equal(t, va, pa)
-	}
-	_, err = tr.Translate(0x40000000)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "unsupported")
-
-	in = info(t, "SYMBOL(_stext)=3ffe0100000", "SYMBOL(init_uts_ns)=3ffe1000000", "KERNELOFFSET=3ffe0000000", "KERNELOFFPHYS=2000000")
-	tr, err = New(Config{Arch: "s390x", ByteOrder: bo, PtrSize: 8, Info: in, Phys: m})
-	require.NoError(t, err)
-	pa, err := tr.Translate(0x3ffe1000010)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(0x3000010), pa)
 }

@@ -153,6 +153,7 @@ type translator struct {
 	fast          []FastPath
 	canon         func(uint64) uint64 // nil, or strips pointer tags
 	walk          walkFunc            // nil: no walk
+	pt            func() *ptWalker    // the walk's tables, for Mapped (mapped.go)
 	noWalk        error               // why walk is nil
 	tlb           [tlbSize]tlbEntry
 	stats         Stats

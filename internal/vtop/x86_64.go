@@ -8,14 +8,19 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
-// x86_64 constants, formats.md §4.1 and Documentation/arch/x86/x86_64/mm.rst.
+// x86_64 constants: docs/formats.md §4.1, and the kernel's
+// Documentation/arch/x86/x86_64/mm.rst.
 const (
 	startKernelMap = 0xffffffff80000000 // __START_KERNEL_map, never changed
-	// kernelImageSize512 is KERNEL_IMAGE_SIZE without RANDOMIZE_BASE; used
-	// when VMCOREINFO lacks NUMBER(KERNEL_IMAGE_SIZE) (before ≈v4.20)
-	// because it is the smaller of the two values: the text fast path then
-	// never covers module space, whatever the kernel's configuration.
-	kernelImageSize512 = 512 << 20
+	// KERNEL_IMAGE_SIZE (arch/x86/include/asm/page_64_types.h) is 1 GiB
+	// with CONFIG_RANDOMIZE_BASE and 512 MiB without; module space starts
+	// right after it. VMCOREINFO has NUMBER(KERNEL_IMAGE_SIZE) from ≈v4.20;
+	// before, a KERNELOFFSET other than 0 proves RANDOMIZE_BASE (the image
+	// was moved), so 1 GiB; otherwise the smaller value is taken, so that
+	// the text fast path never covers module space (a RANDOMIZE_BASE kernel
+	// booted with nokaslr lies below 512 MiB anyway).
+	kernelImageSizeKASLR = 1 << 30
+	kernelImageSize512   = 512 << 20
 	// x86PTEAddrMask selects bits 51..12 of an entry: the next table or
 	// page frame. Bit 63 (NX) and the software bits stay out.
 	x86PTEAddrMask = 0x000ffffffffff000
@@ -112,8 +117,13 @@ func newX86_64(cfg Config) (*translator, error) {
 	t.layout.KernelOffset, _ = in.KernelOffset()
 
 	imageSize := uint64(kernelImageSize512)
-	if v, ok := in.Number("KERNEL_IMAGE_SIZE"); ok && v > 0 && v <= 1<<30 {
+	if v, ok := in.Number("KERNEL_IMAGE_SIZE"); ok && v > 0 && v <= kernelImageSizeKASLR {
 		imageSize = v
+	} else if t.layout.KernelOffset != 0 {
+		imageSize = kernelImageSizeKASLR
+		t.note("no NUMBER(KERNEL_IMAGE_SIZE): KERNELOFFSET %#x implies RANDOMIZE_BASE, so a 1 GiB kernel text map", t.layout.KernelOffset)
+	} else {
+		t.note("no NUMBER(KERNEL_IMAGE_SIZE) and KERNELOFFSET 0: a 512 MiB kernel text map")
 	}
 
 	var rootVA uint64
@@ -129,7 +139,7 @@ func newX86_64(cfg Config) (*translator, error) {
 		haveRoot = false
 	}
 
-	// phys_base, formats.md §3.5.
+	// phys_base, docs/formats.md §3.5.
 	switch v, ok := in.Number("phys_base"); {
 	case ok:
 		t.layout.PhysBase, t.layout.PhysBaseSource = v, "NUMBER(phys_base)"
@@ -159,6 +169,7 @@ func newX86_64(cfg Config) (*translator, error) {
 	x.root = rootVA - startKernelMap + pb
 	t.layout.Levels, t.layout.Root = x.levels, x.root
 	t.walk = func(va uint64) (uint64, error) { return x.walkFrom(x.root, va) }
+	t.pt = x.ptWalker
 	// The root must read: otherwise every walk would fail the same way.
 	if _, err := readEntry(cfg.Phys, cfg.ByteOrder, 8, rootVA, "pgd", x.root); err != nil {
 		return nil, fmt.Errorf("vtop: x86_64: top-level page table: %w", err)

@@ -362,3 +362,46 @@ func TestReadAtCoalesces(t *testing.T) {
 	assert.Equal(t, vm+90*0x1000, fe.Addr)
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
 }
+
+// TestIssue13ImageSize: without NUMBER(KERNEL_IMAGE_SIZE) (kernels before
+// ≈v4.20), a KASLR kernel may lie above __START_KERNEL_map + 512 MiB; the
+// text map is then 1 GiB (RANDOMIZE_BASE), and the walk stays on. With
+// KERNELOFFSET 0 the text map stays 512 MiB, so module space at
+// 0xffffffffa0000000 (the non-RANDOMIZE_BASE MODULES_VADDR) is walked.
+func TestIssue13ImageSize(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		stext, root  uint64
+		kaslr        string
+		module       uint64
+		wantTextLast uint64
+	}{
+		{"kaslr above 512 MiB", 0xffffffffa5200000, 0xffffffffa6e0a000, "25200000", 0xffffffffc0a00000, startKernelMap + 1<<30 - 1},
+		{"no kaslr", 0xffffffff81000000, 0xffffffff82a0a000, "0", 0xffffffffa0200000, startKernelMap + 512<<20 - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newPhysMem(4096)
+			const imagePA = 0x3000000
+			b := newX86Builder(m, tc.root-tc.stext+imagePA, 4)
+			for off := uint64(0); off < 64<<20; off += 2 << 20 {
+				b.mapPage(tc.stext+off, imagePA+off, 21)
+			}
+			b.mapPage(tc.module, 0x23456000, 12)
+			physBase := imagePA - (tc.stext - startKernelMap)
+			in := info(t, "SYMBOL(_stext)="+hexs(tc.stext), "SYMBOL(init_top_pgt)="+hexs(tc.root),
+				"NUMBER(phys_base)="+fmt.Sprint(int64(physBase)), "KERNELOFFSET="+tc.kaslr)
+			tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: m})
+			require.NoError(t, err)
+			l := tr.Layout()
+			assert.Equal(t, 4, l.Levels, "walk on: %s", tr.Describe())
+			require.NotEmpty(t, l.FastPaths)
+			assert.Equal(t, tc.wantTextLast, l.FastPaths[0].Last)
+			pa, err := tr.Translate(tc.stext + 0x1234)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(imagePA+0x1234), pa)
+			pa, err = tr.Translate(tc.module + 0x10)
+			require.NoError(t, err)
+			assert.Equal(t, uint64(0x23456010), pa)
+		})
+	}
+}

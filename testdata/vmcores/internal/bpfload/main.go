@@ -5,6 +5,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"runtime"
@@ -13,8 +14,9 @@ import (
 	"unsafe"
 )
 
-// sysBPF is bpf(2)'s number: 321 on amd64, 280 on arm64 (asm-generic).
-var sysBPF = map[string]uintptr{"amd64": 321, "arm64": 280}[runtime.GOARCH]
+// sysBPF is bpf(2)'s number: 321 on amd64, 280 on arm64 (asm-generic), 357
+// on i386, 351 on s390x.
+var sysBPF = map[string]uintptr{"amd64": 321, "arm64": 280, "386": 357, "s390x": 351}[runtime.GOARCH]
 
 const (
 	bpfProgLoad             = 5
@@ -41,13 +43,15 @@ func main() {
 	license := []byte("GPL\x00")
 	loaded := 0
 	for i, name := range names {
-		insns := []uint64{
-			0xb7 | uint64(uint32(i+1))<<32, // BPF_ALU64|BPF_MOV|BPF_K dst=r0 imm=i+1
-			0x95,                           // BPF_JMP|BPF_EXIT
-		}
+		// struct bpf_insn in the host's byte order: code u8, dst_reg:4 and
+		// src_reg:4 (both r0 here), off s16, imm s32.
+		insns := make([]byte, 16)
+		insns[0] = 0xb7 // BPF_ALU64|BPF_MOV|BPF_K dst=r0 imm=i+1
+		binary.NativeEndian.PutUint32(insns[4:], uint32(i+1))
+		insns[8] = 0x95 // BPF_JMP|BPF_EXIT
 		attr := progLoadAttr{
 			progType: bpfProgTypeSocketFilter,
-			insnCnt:  uint32(len(insns)),
+			insnCnt:  uint32(len(insns) / 8),
 			insns:    uint64(uintptr(unsafe.Pointer(&insns[0]))),
 			license:  uint64(uintptr(unsafe.Pointer(&license[0]))),
 		}

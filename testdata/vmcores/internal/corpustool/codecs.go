@@ -114,39 +114,54 @@ func unflatten(r io.ReaderAt) ([]byte, error) {
 	}
 }
 
+// kdumpInfo reads a kdump-compressed file's header, bitmap and page
+// descriptors, in the target's byte order (QEMU writes s390x files
+// big-endian) and with the 32-bit header layout where the writer's long is 4
+// bytes (i386: struct timeval of two 4-byte longs, the sub-header packed).
 func kdumpInfo(r io.ReaderAt) (*DumpInfo, error) {
 	h := make([]byte, 464)
 	if _, err := r.ReadAt(h, 0); err != nil {
 		return nil, err
 	}
+	var bo binary.ByteOrder = binary.LittleEndian
+	if le.Uint32(h[8:]) > 0xffff {
+		bo = binary.BigEndian
+	}
+	// disk_dump_header: status, block_size, sub_hdr_size, bitmap_blocks,
+	// max_mapnr at 424.. (64-bit) or 412.. (32-bit); sub-header dump_level,
+	// split, start/end_pfn_64, max_mapnr_64.
+	hs, subDL, subSplit, subStart, subEnd, subMax := 424, 8, 12, 80, 88, 96
+	if bs := bo.Uint32(h[428:]); bs < 512 || bs > 1<<20 || bs&(bs-1) != 0 {
+		hs, subDL, subSplit, subStart, subEnd, subMax = 412, 4, 8, 56, 64, 72
+	}
 	info := &DumpInfo{
 		Format:        "kdump",
-		HeaderVersion: int32(le.Uint32(h[8:])),
-		Status:        le.Uint32(h[424:]),
-		BlockSize:     int32(le.Uint32(h[428:])),
-		MaxMapnr:      uint64(le.Uint32(h[440:])),
+		HeaderVersion: int32(bo.Uint32(h[8:])),
+		Status:        bo.Uint32(h[hs:]),
+		BlockSize:     int32(bo.Uint32(h[hs+4:])),
+		MaxMapnr:      uint64(bo.Uint32(h[hs+16:])),
 		Codecs:        map[string]int{},
 	}
 	bs := int64(info.BlockSize)
 	if bs < 512 || bs > 1<<20 || bs&(bs-1) != 0 {
 		return nil, fmt.Errorf("bad block size %d", bs)
 	}
-	subBlocks := int64(le.Uint32(h[432:]))
-	bmBlocks := int64(le.Uint32(h[436:]))
+	subBlocks := int64(bo.Uint32(h[hs+8:]))
+	bmBlocks := int64(bo.Uint32(h[hs+12:]))
 	sub := make([]byte, 104)
 	if _, err := r.ReadAt(sub, bs); err != nil {
 		return nil, err
 	}
-	info.DumpLevel = int32(le.Uint32(sub[8:]))
+	info.DumpLevel = int32(bo.Uint32(sub[subDL:]))
 	if info.HeaderVersion >= 6 {
-		info.MaxMapnr = le.Uint64(sub[96:])
+		info.MaxMapnr = bo.Uint64(sub[subMax:])
 	}
 	info.StartPFN, info.EndPFN = 0, info.MaxMapnr
 	if info.HeaderVersion >= 2 {
-		info.Split = int32(le.Uint32(sub[12:]))
+		info.Split = int32(bo.Uint32(sub[subSplit:]))
 	}
 	if info.Split != 0 && info.HeaderVersion >= 6 {
-		info.StartPFN, info.EndPFN = le.Uint64(sub[80:]), le.Uint64(sub[88:])
+		info.StartPFN, info.EndPFN = bo.Uint64(sub[subStart:]), bo.Uint64(sub[subEnd:])
 	}
 	if info.EndPFN > uint64(bmBlocks*bs*8) {
 		return nil, fmt.Errorf("pfn range beyond bitmap")
@@ -174,7 +189,7 @@ func kdumpInfo(r io.ReaderAt) (*DumpInfo, error) {
 	}
 	offs := map[uint64]int{}
 	for i := uint64(0); i < n; i++ {
-		offs[le.Uint64(descs[24*i:])]++
+		offs[bo.Uint64(descs[24*i:])]++
 	}
 	for _, c := range offs {
 		if c > 1 {
@@ -182,7 +197,7 @@ func kdumpInfo(r io.ReaderAt) (*DumpInfo, error) {
 		}
 	}
 	for i := uint64(0); i < n; i++ {
-		flags := le.Uint32(descs[24*i+12:])
+		flags := bo.Uint32(descs[24*i+12:])
 		name := fmt.Sprintf("flags_%#x", flags)
 		if flags == 0 {
 			name = "raw"

@@ -28,8 +28,12 @@ func run(args []string) error {
 	switch cmd, rest := args[0], args[1:]; {
 	case cmd == "fixelf" && len(rest) == 2:
 		return fixELF(rest[0], rest[1])
-	case cmd == "note" && len(rest) == 1:
-		desc, err := vmcoreinfoNote(rest[0])
+	case cmd == "note" && (len(rest) == 1 || len(rest) == 2):
+		sys := ""
+		if len(rest) == 2 {
+			sys = rest[1]
+		}
+		desc, err := vmcoreinfoNote(rest[0], sys)
 		if err != nil {
 			return err
 		}

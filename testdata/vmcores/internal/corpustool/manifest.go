@@ -27,7 +27,13 @@ type Guest struct {
 	Arch string `json:"arch"` // the guest name's last part: amd64, arm64
 	// KallsymsAll is CONFIG_KALLSYMS_ALL of the kernel: without it kallsyms
 	// has text symbols only (no modules list head, no __start_BTF before v6.10).
-	KallsymsAll    bool     `json:"kallsyms_all"`
+	KallsymsAll bool `json:"kallsyms_all"`
+	// BTF is CONFIG_DEBUG_INFO_BTF; VMCOREINFONote whether QEMU's ELF dump
+	// carries the VMCOREINFO note (without it the note is only in guest
+	// memory). Both absent from entries written before they were recorded.
+	BTF            *bool    `json:"btf,omitempty"`
+	BPFJIT         *bool    `json:"bpf_jit,omitempty"` // CONFIG_BPF_JIT: without it no [bpf] lines, no bpf_kallsyms
+	VMCOREINFONote *bool    `json:"vmcoreinfo_note,omitempty"`
 	KernelPackage  string   `json:"kernel_package"`
 	KernelVersion  string   `json:"kernel_version"`
 	Uname          string   `json:"uname"`
@@ -51,6 +57,8 @@ type Truth struct {
 	Other         int            `json:"other"` // [__builtin__*] and other pseudo-modules
 	OtherByName   map[string]int `json:"other_by_name,omitempty"`
 	ProcModules   int            `json:"proc_modules"`
+	DmesgLines    int            `json:"dmesg_lines,omitempty"`   // dmesg in the guest before the crash
+	ConsoleLines  int            `json:"console_lines,omitempty"` // the serial console log, panic included
 }
 
 // File is one cached dump.
@@ -63,6 +71,14 @@ type File struct {
 
 func manifest(dir, cache string) error {
 	m := &Manifest{Comment: "written by testdata/vmcores/generate; files live in $KDUMP_SYMS_CORPUS or testdata/vmcores/.cache/<guest>/"}
+	// A guest whose cache directory is absent (a cache holding only some
+	// guests) keeps its entry of the previous manifest.
+	var old Manifest
+	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err == nil {
+		if err := json.Unmarshal(b, &old); err != nil {
+			return fmt.Errorf("manifest.json: %w", err)
+		}
+	}
 	var sums bytes.Buffer
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -73,8 +89,18 @@ func manifest(dir, cache string) error {
 		if !e.IsDir() || !exists(filepath.Join(gd, "kallsyms.xz")) {
 			continue
 		}
-		g, err := guest(e.Name(), gd, filepath.Join(cache, e.Name()))
-		if err != nil {
+		var g *Guest
+		if !exists(filepath.Join(cache, e.Name())) {
+			for _, og := range old.Guests {
+				if og.Name == e.Name() {
+					g = og
+				}
+			}
+			if g == nil {
+				return fmt.Errorf("%s: not in the cache %s nor in the previous manifest", e.Name(), cache)
+			}
+			fmt.Fprintf(os.Stderr, "corpustool: %s: not in the cache, its manifest entry is kept\n", e.Name())
+		} else if g, err = guest(e.Name(), gd, filepath.Join(cache, e.Name())); err != nil {
 			return fmt.Errorf("%s: %w", e.Name(), err)
 		}
 		for _, f := range g.Files {
@@ -114,7 +140,10 @@ func guest(name, gd, cd string) (*Guest, error) {
 	}
 	g := &Guest{
 		Name: name, Arch: name[strings.LastIndexByte(name, '-')+1:], KernelPackage: pkg[0], KernelVersion: pkg[1],
-		KallsymsAll:    kallsymsAll(cd),
+		KallsymsAll:    configSet(cd, "CONFIG_KALLSYMS_ALL"),
+		BTF:            ptr(configSet(cd, "CONFIG_DEBUG_INFO_BTF")),
+		BPFJIT:         ptr(configSet(cd, "CONFIG_BPF_JIT")),
+		VMCOREINFONote: ptr(hasNote(filepath.Join(cd, "qemu.elf"))),
 		Uname:          readTrim(filepath.Join(gd, "uname")),
 		KernelCmdline:  readTrim(filepath.Join(gd, "cmdline")),
 		QEMUVersion:    readTrim(filepath.Join(cd, "qemu.version")),
@@ -212,6 +241,8 @@ func truth(gd string) (*Truth, error) {
 		}
 	}
 	t.ProcModules = len(readLines(filepath.Join(gd, "modules")))
+	t.DmesgLines = len(readLines(filepath.Join(gd, "dmesg")))
+	t.ConsoleLines = len(readLines(filepath.Join(gd, "console.log")))
 	return t, sc.Err()
 }
 
@@ -223,9 +254,17 @@ func relCommand(cmd, guestDir string) string {
 	return strings.ReplaceAll(cmd, filepath.Dir(guestDir)+"/", "$KDUMP_SYMS_CORPUS/")
 }
 
-// kallsymsAll reports whether the guest's kernel config (in the extracted
-// package in the cache) sets CONFIG_KALLSYMS_ALL.
-func kallsymsAll(cd string) bool {
+// configSet reports whether the guest's kernel config (in the extracted
+// package in the cache) sets option to y.
+func configSet(cd, option string) bool {
 	cfg, err := os.ReadFile(filepath.Join(cd, "root", "boot", "config-"+readTrim(filepath.Join(cd, "kver"))))
-	return err == nil && strings.Contains(string(cfg), "\nCONFIG_KALLSYMS_ALL=y\n")
+	return err == nil && strings.Contains(string(cfg), "\n"+option+"=y\n")
+}
+
+func ptr(b bool) *bool { return &b }
+
+// hasNote reports whether the ELF dump at p has a VMCOREINFO note.
+func hasNote(p string) bool {
+	_, err := vmcoreinfoNote(p, "")
+	return err == nil
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestExitStatus checks the one exit-status rule on every command: 0 when
+// everything asked for was produced, 3 when output was produced but some
+// part failed (and stderr says which), 1 when nothing useful could be, 2
+// for usage errors.
+func TestExitStatus(t *testing.T) {
+	good := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64").RequireDump(t, testutil.DumpQEMUELF)[0]
+	noBTF := testutil.CorpusGuestNamed(t, "deb12-6.1-arm64").RequireDump(t, testutil.DumpQEMUELF)[0]
+	broken := brokenKallsymsCopy(t, good)
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk")
+	require.NoError(t, os.WriteFile(junk, bytes.Repeat([]byte("junk"), 1000), 0o644))
+	var sym string
+	var addr uint64
+	for _, e := range testutil.CorpusGuestNamed(t, "deb13-6.12-amd64").Kallsyms(t) {
+		if e.Type == 'T' && e.Kind == testutil.SymVmlinux {
+			sym, addr = e.Name, e.Addr
+			break
+		}
+	}
+	a := fmt.Sprintf("%#x", addr)
+	out := func() string { return filepath.Join(t.TempDir(), "x.elf") }
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"all/ok", []string{"all", good}, exitOK},
+		{"all/partial", []string{"all", noBTF}, exitPartial},
+		{"all/nothing", []string{"all", broken}, exitError},
+		{"all/unreadable", []string{"all", junk}, exitError},
+		{"all/usage", []string{"all"}, exitUsage},
+		{"addr/ok", []string{"addr", good, a}, exitOK},
+		{"addr/partial", []string{"addr", good, a, "0xfffffffffffff000"}, exitPartial},
+		{"addr/nothing", []string{"addr", broken, a}, exitError},
+		{"addr/usage", []string{"addr", good, "zz"}, exitUsage},
+		{"name/ok", []string{"name", good, sym}, exitOK},
+		{"name/partial", []string{"name", good, sym, "no_such_symbol_anywhere"}, exitPartial},
+		{"name/nothing", []string{"name", broken, sym}, exitError},
+		{"name/usage", []string{"name", good, "--glob", "--regexp", "x"}, exitUsage},
+		{"info/ok", []string{"info", good}, exitOK},
+		{"info/partial", []string{"info", broken}, exitPartial},
+		{"info/nothing", []string{"info", junk}, exitError},
+		{"info/usage", []string{"info"}, exitUsage},
+		{"info/directory", []string{"info", dir}, exitError},
+		{"modules/ok", []string{"modules", good}, exitOK},
+		{"modules/nothing", []string{"modules", noBTF}, exitError},
+		{"modules/usage", []string{"modules", "--bogus", good}, exitUsage},
+		{"extract/ok", []string{"extract", "-o", out(), good}, exitOK},
+		{"extract/partial", []string{"extract", "-o", out(), noBTF}, exitPartial},
+		{"extract/nothing", []string{"extract", "-o", out(), junk}, exitError},
+		{"extract/usage", []string{"extract", good}, exitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(tc.args...)
+			assert.Equal(t, tc.code, code, stderr)
+			switch tc.code {
+			case exitOK:
+				if tc.args[0] != "extract" { // extract reports its pages on stderr
+					assert.Empty(t, stderr)
+				}
+			default:
+				// stderr says what failed, in lines of our own.
+				require.NotEmpty(t, stderr)
+				for _, l := range stderrLines(stderr) {
+					if l != "" && l[0] != ' ' && l[:min(len(l), 6)] != "Usage:" && l != "Flags:" && l != "Example:" {
+						assert.Regexp(t, `^kdump-syms: `, l)
+					}
+				}
+			}
+		})
+	}
+}

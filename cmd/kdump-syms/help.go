@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+// examples holds one example per command, printed by "COMMAND --help".
+// A new command adds its own.
+var examples = map[string]string{
+	"all":     "kdump-syms all vmcore > kallsyms.txt",
+	"addr":    "kdump-syms addr vmcore ffffffff81a2b3c4; kdump-syms addr vmcore - < oops.txt",
+	"name":    "kdump-syms name --glob vmcore 'tcp_v4_*'",
+	"info":    "kdump-syms info vmcore",
+	"modules": "kdump-syms modules vmcore",
+	"extract": "kdump-syms extract -o small.elf vmcore",
+}
+
+// commands are the names dispatch knows, for "did you mean".
+var commands = []string{"all", "addr", "name", "info", "modules", "extract", "help", "version"}
+
+// suggest returns the known command nearest to cmd (at most two edits
+// away, or one of which cmd is a prefix), or "".
+func suggest(cmd string) string {
+	best, bestD := "", 3
+	for _, c := range commands {
+		d := editDistance(cmd, c)
+		if len(cmd) >= 2 && strings.HasPrefix(c, cmd) {
+			d = min(d, 1)
+		}
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// printVersion prints the module version and the VCS revision recorded in
+// the binary's build info.
+func printVersion(w io.Writer) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		fmt.Fprintln(w, "kdump-syms (no build info)")
+		return
+	}
+	fmt.Fprintln(w, versionLine(bi))
+}
+
+func versionLine(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, when, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	line := "kdump-syms " + v
+	if rev != "" {
+		line += " revision " + rev + dirty
+		if when != "" {
+			line += " (" + when + ")"
+		}
+	}
+	return line + " " + bi.GoVersion
+}

@@ -1,0 +1,101 @@
+package vmcore
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func onePageCore() []byte {
+	return (&elfcoretest.Builder{
+		Notes:    []elfcoretest.Note{elfcoretest.VMCOREINFONote(infoX86)},
+		Segments: []elfcoretest.Segment{{Paddr: 0x1000, Data: bytes.Repeat([]byte{7}, 4096)}},
+	}).Bytes()
+}
+
+// TestDirectoryInput: a directory is an error naming the dumps inside.
+func TestDirectoryInput(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore"), onePageCore(), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore-dmesg.txt"), []byte("[0.0] Linux\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dump.kdump"), []byte("KDUMP   and more"), 0o644))
+	_, err := Open(dir)
+	var de *DirectoryError
+	require.True(t, errors.As(err, &de), "%v", err)
+	assert.Equal(t, dir, de.Path)
+	assert.Equal(t, []string{"dump.kdump", "vmcore"}, de.Dumps)
+	_, err = Open(t.TempDir())
+	require.True(t, errors.As(err, &de))
+	assert.Empty(t, de.Dumps)
+}
+
+// TestCharDeviceInput: a character device is refused at once, not read
+// until it ends (it may never).
+func TestCharDeviceInput(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /dev/zero")
+	}
+	_, err := Open("/dev/zero")
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+}
+
+// TestFIFOInput: a FIFO is read to its end and opened from a temporary
+// copy; one nobody writes to fails after a bounded wait.
+func TestFIFOInput(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no FIFOs")
+	}
+	core := onePageCore()
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // the reader opens first
+		done <- os.WriteFile(fifo, core, 0o600)
+	}()
+	d, err := OpenWith(Options{TempDir: t.TempDir()}, fifo)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	assert.Equal(t, "elf", d.Format())
+	got := make([]byte, 16)
+	_, err = d.Physical().ReadAt(got, 0x1000)
+	require.NoError(t, err)
+	assert.Equal(t, bytes.Repeat([]byte{7}, 16), got)
+	require.NoError(t, d.Close())
+
+	_, err = OpenWith(Options{NoSpool: true}, fifo)
+	assert.ErrorIs(t, err, ErrNotSeekable)
+
+	// No writer: the reader gives up after its wait.
+	fh, err := openNonblock(fifo)
+	require.NoError(t, err)
+	defer fh.Close()
+	start := time.Now()
+	_, _, err = spool(&fifoReader{f: fh, wait: 200 * time.Millisecond}, fifo, Options{TempDir: t.TempDir()})
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// TestStdinInput: "-" reads the dump from standard input, a pipe here.
+func TestStdinInput(t *testing.T) {
+	core := onePageCore()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; r.Close() }()
+	go func() { w.Write(core); w.Close() }()
+	d, err := OpenWith(Options{TempDir: t.TempDir()}, Stdin)
+	require.NoError(t, err)
+	assert.Equal(t, infoX86, string(d.VMCOREINFO()))
+	require.NoError(t, d.Close())
+}
