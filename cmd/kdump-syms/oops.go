@@ -12,9 +12,11 @@ package main
 //   - 3.x "RIP: 0010:[<addr>]  [<addr>] sym+off/size", and 4.x+ "RIP:
 //     0010:sym+off/size" (%pS: looked up as is);
 //   - 4.x+ symbolic frames " ? sym+off/size [mod]" and bare " ? 0xaddr"
-//     for addresses the kernel could not name (%pB: return addresses,
-//     looked up at addr-1 so that a call ending a function is not blamed
-//     on the next one, the offset printed from addr as the kernel does);
+//     for addresses the kernel could not name (x86's %pB: return
+//     addresses, looked up at addr-1 so that a call ending a function is
+//     not blamed on the next one, the offset printed from addr as the
+//     kernel does; arm64 and s390x print frames with %pS, looked up as
+//     they are);
 //   - arm64 "pc : sym+off/size", "lr : sym+off/size" and the 4.x "pc :
 //     [<addr>] lr : [<addr>] pstate: ..." lines (%pS);
 //   - register dumps ("RAX: ffffffff81e0a3c0 RBX: ..."): a value that
@@ -51,7 +53,12 @@ type oopsReader struct {
 	digits    int    // hex digits of a bare address: 16 (64-bit) or 8
 	minAddr   uint64 // lower addresses are not looked up (user space)
 	addresses bool   // add addresses to symbolic frames
-	format    func(symfinder.Symbol, uint64) string
+	// returnAddrs: call-trace frames are return addresses printed with
+	// %pB, looked up at addr-1 (x86); other architectures print their
+	// frames with %pS (arm64, s390x: a call ending a function shows as
+	// the next one's +0x0) and are looked up as they are.
+	returnAddrs bool
+	format      func(symfinder.Symbol, uint64) string
 
 	inTrace bool
 
@@ -168,7 +175,7 @@ func (o *oopsReader) annotate(line string) []insertion {
 				continue
 			}
 			frame := !regs && (t.bracket || o.inTrace)
-			sym, ok := o.lookup(t.addr, frame)
+			sym, ok := o.lookup(t.addr, frame && o.returnAddrs)
 			if !ok {
 				if frame || regs && strings.Contains(line[:t.start], "IP:") {
 					o.unresolved++

@@ -3,11 +3,16 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,6 +37,7 @@ func TestOopsCorpus(t *testing.T) {
 			if vm[len(vm)-1].Addr < 1<<32 {
 				digits = 8
 			}
+			x86 := g.Arch() == "amd64" || g.Arch() == "i386"
 			names := map[string]int{}
 			for _, e := range vm {
 				names[e.Name]++
@@ -61,11 +67,24 @@ func TestOopsCorpus(t *testing.T) {
 				fmt.Fprintf(&in, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
 				fmt.Fprintf(&want, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
 				fmt.Fprintf(&wantAddrs, " [<%0*x>] %s%s\n", digits, e.Addr+5, q, sym)
-				// A bare return address at the function's end.
+				// A bare frame address at the function's end: x86 prints
+				// return addresses with %pB (the call's own function),
+				// other architectures with %pS (the next function's +0x0).
 				end := fmt.Sprintf(" %s0x%0*x", q, digits, next.Addr)
+				blamed := fmt.Sprintf("%s+%#x/%#x", e.Name, size, size)
+				if !x86 {
+					j := i + 2
+					for j < len(vm) && vm[j].Addr == next.Addr {
+						j++
+					}
+					if j == len(vm) {
+						continue
+					}
+					blamed = fmt.Sprintf("%s+0x0/%#x", next.Name, vm[j].Addr-next.Addr)
+				}
 				fmt.Fprintf(&in, "%s\n", end)
-				fmt.Fprintf(&want, "%s %s+%#x/%#x\n", end, e.Name, size, size)
-				fmt.Fprintf(&wantAddrs, "%s %s+%#x/%#x\n", end, e.Name, size, size)
+				fmt.Fprintf(&want, "%s %s\n", end, blamed)
+				fmt.Fprintf(&wantAddrs, "%s %s\n", end, blamed)
 			}
 			in.WriteString(" </TASK>\n")
 			want.WriteString(" </TASK>\n")
@@ -102,5 +121,69 @@ func assertSameText(t *testing.T, want, got string) {
 			t.Errorf("line %d:\n want %q\n  got %q", i+1, a, b)
 			bad++
 		}
+	}
+}
+
+// TestOopsConsoleLogs takes the kernel's own printed call traces (the
+// console logs captured with the corpus dumps) as the oracle: every frame
+// "sym+off/size" resolves in reverse to an address whose lookup (at addr-1
+// on x86, %pB; as is elsewhere, %pS) prints exactly what the kernel
+// printed, size included; where the kernel printed the address too
+// (s390x's "[<addr>] sym+off/size"), it is the same address.
+func TestOopsConsoleLogs(t *testing.T) {
+	checked := 0
+	for g, dump := range corpusDumps(t) {
+		text, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
+		if err != nil {
+			continue
+		}
+		t.Run(g.Name, func(t *testing.T) {
+			s, err := kdumpsyms.Open(kdumpsyms.Options{}, dump)
+			require.NoError(t, err)
+			defer s.Close()
+			x86 := g.Arch() == "amd64" || g.Arch() == "i386"
+			o := &oopsReader{r: s.Chain(), digits: 16, format: symfinder.Symbol.Format, returnAddrs: x86}
+			frames := 0
+			inTrace := false
+			for line := range strings.Lines(string(text)) {
+				if startsTrace(line) {
+					inTrace = true
+					continue
+				}
+				if !inTrace || strings.Contains(line, "---[ end") {
+					inTrace = false
+					continue
+				}
+				toks := scanTokens(line, 16)
+				for k, tok := range toks {
+					if tok.kind != tokSymbol || !tok.hasSize {
+						continue
+					}
+					a, ok := o.reverse(tok)
+					if !assert.True(t, ok, "%q: no unique %s", line, tok.name) {
+						continue
+					}
+					q := a
+					if x86 {
+						q--
+					}
+					sym, err := s.Chain().Lookup(q)
+					if !assert.NoError(t, err, line) {
+						continue
+					}
+					assert.Equal(t, line[tok.start:tok.end], sym.Format(a), "%q", line)
+					if k > 0 && toks[k-1].kind == tokAddr {
+						assert.Equal(t, toks[k-1].addr, a, "%q", line)
+					}
+					frames++
+				}
+			}
+			t.Logf("%d frames the kernel printed", frames)
+			assert.Greater(t, frames, 5)
+			checked++
+		})
+	}
+	if checked == 0 {
+		t.Skip("no corpus guest has a console.log")
 	}
 }

@@ -33,7 +33,7 @@ func FuzzOops(f *testing.F) {
 	}
 	chain := testChain(f)
 	f.Fuzz(func(t *testing.T, in string, addresses bool) {
-		o := &oopsReader{r: chain, digits: 16, minAddr: 1 << 63, addresses: addresses, format: newTestOops(t, false).format}
+		o := &oopsReader{r: chain, digits: 16, minAddr: 1 << 63, addresses: addresses, format: newTestOops(t, false).format, returnAddrs: true}
 		lines := strings.SplitAfter(in, "\n")
 		for _, line := range lines {
 			if line == "" {

@@ -49,7 +49,7 @@ func testChain(t testing.TB) *symfinder.Chain {
 }
 
 func newTestOops(t testing.TB, addresses bool) *oopsReader {
-	return &oopsReader{r: testChain(t), digits: 16, minAddr: 1 << 63, addresses: addresses, format: symfinder.Symbol.Format}
+	return &oopsReader{r: testChain(t), digits: 16, minAddr: 1 << 63, addresses: addresses, format: symfinder.Symbol.Format, returnAddrs: true}
 }
 
 // TestOopsForms symbolizes every frame form kernels have printed, x86_64

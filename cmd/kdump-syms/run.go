@@ -440,7 +440,8 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 	lk := reportingLookuper{s.Chain(), &c.rep}
 	err = s.Phase("output", func() error {
 		if stdin {
-			o := &oopsReader{r: lk, digits: digits, minAddr: minAddr, addresses: *addresses, format: format}
+			o := &oopsReader{r: lk, digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
+				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386"}
 			err := o.symbolizeStream(stdinReader, stdout)
 			resolved = o.resolved
 			if o.unresolved > 0 {
