@@ -245,29 +245,29 @@ func (b *Builder) Len() int {
 // symbol ends (see Builder.SetDerivedEnd). ranges, if not nil, are the
 // extents of Builder.SetExtents (with no skipped symbols).
 //
-// NewSorted is CompactSorted followed by NewSortedFrom, which a caller
-// with other work to do between them may call itself.
+// It is the one bulk entry point: decoders that build names themselves
+// (kallsyms) use it; everything else uses Builder.
 func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(first int, out []uint64) error, end uint64, ranges []Range) (*Index, error) {
 	if len(nameOff) == 0 {
 		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
 	}
-	a, err := CompactSorted(len(nameOff)-1, addrs)
+	a, err := compactSorted(len(nameOff)-1, addrs)
 	if err != nil {
 		return nil, err
 	}
-	return NewSortedFrom(name, module, a, names, nameOff, end, ranges)
+	return newSortedFrom(name, module, a, names, nameOff, end, ranges)
 }
 
-// SortedAddrs are the addresses of an Index built in bulk (see NewSorted),
+// sortedAddrs are the addresses of an Index built in bulk (see NewSorted),
 // compacted and with their search table, waiting for the names.
-type SortedAddrs struct {
+type sortedAddrs struct {
 	ix *Index
 }
 
-// CompactSorted pulls the addresses of n symbols through addrs, as
-// NewSorted does, and prepares them for NewSortedFrom. It touches nothing
+// compactSorted pulls the addresses of n symbols through addrs, as
+// NewSorted does, and prepares them for newSortedFrom. It touches nothing
 // but what addrs does, so it may run while the caller finishes the names.
-func CompactSorted(n int, addrs func(first int, out []uint64) error) (*SortedAddrs, error) {
+func compactSorted(n int, addrs func(first int, out []uint64) error) (*sortedAddrs, error) {
 	b := NewBuilder("", "")
 	b.ExpectSorted()
 	ix := b.ix
@@ -312,12 +312,12 @@ func CompactSorted(n int, addrs func(first int, out []uint64) error) (*SortedAdd
 		ix.compact()
 	}
 	ix.buildRadix()
-	return &SortedAddrs{ix: ix}, nil
+	return &sortedAddrs{ix: ix}, nil
 }
 
-// NewSortedFrom finishes the Index of a's symbols with their names (see
+// newSortedFrom finishes the Index of a's symbols with their names (see
 // NewSorted). a must not be used again.
-func NewSortedFrom(name, module string, a *SortedAddrs, names []byte, nameOff []uint32, end uint64, ranges []Range) (*Index, error) {
+func newSortedFrom(name, module string, a *sortedAddrs, names []byte, nameOff []uint32, end uint64, ranges []Range) (*Index, error) {
 	if len(nameOff) == 0 || nameOff[0] != 0 {
 		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
 	}
