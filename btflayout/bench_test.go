@@ -5,6 +5,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
@@ -153,6 +154,48 @@ func BenchmarkBTFScanOverhead(b *testing.B) {
 		b.StartTimer()
 		if _, _, err := btflayout.ScanBTF(k, lo, res.Addr); err == nil {
 			b.Fatal("found a BTF before the BTF")
+		}
+		b.StopTimer()
+		d.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkModuleScanS390X finds the module list of the full QEMU zlib
+// kdump of deb13-6.12-s390x (256 MiB, big-endian, v6.12: no
+// vmap_area_list) through the page tables (the DAT enumeration of the
+// 2 GiB around _stext) and infers the layouts, on a freshly opened dump
+// each time (the open and kallsyms are not timed).
+func BenchmarkModuleScanS390X(b *testing.B) {
+	paths := testutil.CorpusGuestNamed(b, "deb13-6.12-s390x").RequireFullDump(b, testutil.DumpQEMUKdumpZlib)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		d, err := vmcore.Open(paths...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k, _ := d.Kernel()
+		res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		syms := modsyms.FromFinder(res.Finder())
+		stext, _ := syms("_stext")
+		arch := d.Arch()
+		cfg := btflayout.ModuleScanConfig{InferConfig: btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, Release: d.Info().OSRelease()}}
+		cfg.Ranges = [][2]uint64{{stext - 2<<30, stext + 2<<30}}
+		tr, err := d.Translator()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Mapped = tr.(vtop.Mapper).Mapped
+		if init, ok := syms("_sinittext"); ok {
+			cfg.Exclude = [][2]uint64{{stext, init}}
+		}
+		b.StartTimer()
+		if _, _, err := btflayout.FindModuleList(k, cfg); err != nil {
+			b.Fatal(err)
 		}
 		b.StopTimer()
 		d.Close()

@@ -26,11 +26,6 @@ func TestCorpusModuleScan(t *testing.T) {
 	for _, g := range testutil.Corpus(t) {
 		for _, f := range g.AvailableDumps() {
 			t.Run(g.Name+"/"+string(f), func(t *testing.T) {
-				if g.Arch() == "s390x" {
-					// s390x: inference and the page-table module scan do not yet
-					// handle this guest (big-endian module.mem, no s390x enumeration).
-					t.Skip("s390x: inference and module scan not yet supported")
-				}
 				paths, _ := g.DumpPaths(f)
 				d, err := vmcore.Open(paths...)
 				require.NoError(t, err)

@@ -723,11 +723,16 @@ type region struct{ base, size uint64 }
 func (r region) has(a uint64) bool { return r.size > 0 && a-r.base < r.size }
 
 // symbolsFit checks a module's symbols against candidate regions: every
-// named symbol in one of them, every text symbol in text.
+// named symbol in one of them, every text symbol in text. Two kinds say
+// nothing about the regions: absolute symbols ('a', a value, not an
+// address; per-CPU variables get it too) and weak objects ('v'), which
+// include the per-CPU variables where the architecture makes them weak in
+// modules (ARCH_NEEDS_WEAK_PER_CPU: s390x, alpha) and elf_type tests
+// binding before section: their addresses are in the per-CPU area.
 func symbolsFit(m *evMod, text []region, all []region) bool {
 	for _, s := range m.syms {
-		if s.kind == 'a' || s.kind == 'A' {
-			continue // absolute: a value, not an address
+		if s.kind == 'a' || s.kind == 'A' || s.kind == 'v' || s.kind == 'V' {
+			continue
 		}
 		in := false
 		for _, r := range all {

@@ -20,7 +20,10 @@ type synth struct {
 	gen  memGen
 	all  bool // CONFIG_KALLSYMS_ALL: data symbols and __this_module in module symtabs
 	tree bool // CONFIG_MODULES_TREE_LOOKUP
-	mods int
+	// Per-CPU variables weak in modules (ARCH_NEEDS_WEAK_PER_CPU, s390x):
+	// a 'v' symbol in the per-CPU area, outside the module's memory.
+	weakPercpu bool
+	mods       int
 
 	// Offsets in struct module the builder uses (what Infer must find).
 	kallsyms, syms, mem, core uint64
@@ -138,6 +141,9 @@ func (s synth) build(t testing.TB) *synthKernel {
 		syms := []sym{{"", 0, 0}, {name + "_f1", text + 0x10, 'T'}, {name + "_f2", text + 0x40, 't'}}
 		if s.all {
 			syms = append(syms, sym{name + "_d1", data + 0x1000, 'd'}, sym{"__this_module", base, 'D'})
+		}
+		if s.weakPercpu {
+			syms = append(syms, sym{name + "_pcpu", s.addr(0x7000_0000) + uint64(i)*0x100, 'v'})
 		}
 		symtab, strtab, typetab := ro, ro+0x400, ro+0x600
 		strs := []byte{0}
@@ -259,6 +265,7 @@ var synthCases = []synth{
 	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: true},
 	{bo: binary.LittleEndian, p: 8, gen: genMem, all: false, tree: true},
 	{bo: binary.BigEndian, p: 8, gen: genMem, all: true, tree: false},
+	{bo: binary.BigEndian, p: 8, gen: genMem, all: true, tree: true, weakPercpu: true},
 	{bo: binary.LittleEndian, p: 4, gen: genLayout, all: false, tree: true},
 	{bo: binary.BigEndian, p: 4, gen: genLayout, all: true, tree: false},
 	{bo: binary.BigEndian, p: 4, gen: genMem, all: false, tree: true},
@@ -268,7 +275,7 @@ var synthCases = []synth{
 }
 
 func (s synth) String() string {
-	return fmt.Sprintf("%v/%d-bit/gen%d/all=%v/tree=%v", s.bo, s.p*8, s.gen, s.all, s.tree)
+	return fmt.Sprintf("%v/%d-bit/gen%d/all=%v/tree=%v/weakpercpu=%v", s.bo, s.p*8, s.gen, s.all, s.tree, s.weakPercpu)
 }
 
 // TestInferSynthetic infers every offset of synthetic kernels of both

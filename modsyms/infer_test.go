@@ -27,11 +27,6 @@ func TestCorpusInferred(t *testing.T) {
 		}
 		ran = true
 		t.Run(g.Name, func(t *testing.T) {
-			if g.Arch() == "s390x" {
-				// s390x: inference and the page-table module scan do not yet
-				// handle this guest (big-endian module.mem, no s390x enumeration).
-				t.Skip("s390x: inference and module scan not yet supported")
-			}
 			syms := truthSymbols(g.Kallsyms(t))
 			paths, _ := g.DumpPaths(dumps[0])
 			d, err := vmcore.Open(paths...)

@@ -23,11 +23,6 @@ func TestLayoutSources(t *testing.T) {
 			continue
 		}
 		t.Run(g.Name, func(t *testing.T) {
-			if g.Arch() == "s390x" {
-				// s390x: inference and the page-table module scan do not yet
-				// handle this guest (big-endian module.mem, no s390x enumeration).
-				t.Skip("s390x: inference and module scan not yet supported")
-			}
 			code, want, stderr := runCLI("all", dump)
 			require.Equal(t, exitOK, code, stderr)
 

@@ -265,6 +265,7 @@ func TestCorpusS390X(t *testing.T) {
 					require.NoError(t, err, m.Name)
 					assert.Equal(t, m.Name, name)
 				}
+				checkS390XMapped(t, tr, g.Modules(t), g.IsExtract(f))
 				if g.IsExtract(f) {
 					return
 				}
@@ -286,6 +287,49 @@ func TestCorpusS390X(t *testing.T) {
 	if !ran {
 		t.Skip("no s390x corpus dump")
 	}
+}
+
+// checkS390XMapped lists the page tables' mapped runs of the 2 GiB
+// blocks that hold the modules: every module's base (/proc/modules) is in
+// a run and, on a full dump, the first and last byte of every run walks
+// and the byte after it does not.
+func checkS390XMapped(t *testing.T, tr vtop.Translator, mods []testutil.ProcModule, extract bool) {
+	require.NotEmpty(t, mods)
+	lo, hi := ^uint64(0), uint64(0)
+	for _, m := range mods {
+		lo, hi = min(lo, m.Addr), max(hi, m.Addr+m.Size)
+	}
+	lo &^= 1<<31 - 1
+	hi = (hi + 1<<31 - 1) &^ (1<<31 - 1)
+	var runs [][2]uint64
+	require.NoError(t, tr.(vtop.Mapper).Mapped(lo, hi, func(s, e uint64) bool {
+		runs = append(runs, [2]uint64{s, e})
+		return true
+	}))
+	in := func(a uint64) bool {
+		for _, r := range runs {
+			if a >= r[0] && a < r[1] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, m := range mods {
+		assert.True(t, in(m.Addr), "module %s base %#x in no mapped run of [%#x, %#x)", m.Name, m.Addr, lo, hi)
+	}
+	if !extract {
+		for _, r := range runs {
+			for _, a := range []uint64{r[0], r[1] - 1} {
+				_, err := vtop.WalkForTest(tr, a)
+				assert.NoError(t, err, "%#x in mapped run [%#x, %#x)", a, r[0], r[1])
+			}
+			if r[1] < hi {
+				_, err := vtop.WalkForTest(tr, r[1])
+				assert.ErrorIs(t, err, vtop.ErrNotMapped, "%#x after mapped run [%#x, %#x)", r[1], r[0], r[1])
+			}
+		}
+	}
+	t.Logf("[%#x, %#x): %d mapped runs", lo, hi, len(runs))
 }
 
 // TestIssue13ImageSizeCorpus replays a kernel before ≈v4.20, whose

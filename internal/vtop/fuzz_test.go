@@ -17,7 +17,8 @@ import (
 // first of the four of s390x's swapper_pg_dir), and
 // every architecture translates and reads va. Nothing may panic, every
 // failure must be a *memory.FaultError carrying va, and a success must be
-// reproducible through the TLB.
+// reproducible through the TLB. Mapped lists the 16 MiB around va (see
+// fuzzMapped).
 //
 // The pages are edits (testutil.FuzzPatch) to a base picked by mode, or
 // with fuzzRaw in mode the input itself (up to 1 KiB): taken whole, the
@@ -155,6 +156,63 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 				check(err)
 			}
 		}
+		fuzzMapped(t, cfg.Arch, tr, va)
 		_ = tr.Describe()
+	}
+}
+
+// fuzzMapped lists the mapped runs of the 16 MiB window around va: they
+// must be non-empty, in increasing order, apart (neighbours are merged)
+// and inside the window, and stopping after the first must end the walk.
+// On s390x, whose walk and enumeration check the same entry bits, table
+// lengths and address-space size, the first and last byte of every run
+// must translate through the walk and the byte after it must not.
+func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
+	m, ok := tr.(Mapper)
+	if !ok {
+		return
+	}
+	const window = 1 << 24
+	lo := va &^ (window - 1)
+	hi := lo + window
+	if hi == 0 {
+		hi = ^uint64(0)
+	}
+	var runs [][2]uint64
+	err := m.Mapped(lo, hi, func(s, e uint64) bool {
+		runs = append(runs, [2]uint64{s, e})
+		return true
+	})
+	if err != nil {
+		if len(runs) > 0 {
+			t.Fatalf("%s: Mapped error %v after %d runs", arch, err, len(runs))
+		}
+		return
+	}
+	for i, r := range runs {
+		if r[0] < lo || r[1] > hi || r[0] >= r[1] || i > 0 && r[0] <= runs[i-1][1] {
+			t.Fatalf("%s: [%#x, %#x): run %d [%#x, %#x) out of order or range (previous %v)", arch, lo, hi, i, r[0], r[1], runs[max(i-1, 0)])
+		}
+	}
+	n := 0
+	_ = m.Mapped(lo, hi, func(s, e uint64) bool { n++; return false })
+	if n > 1 {
+		t.Fatalf("%s: Mapped went on after yield returned false (%d calls)", arch, n)
+	}
+	x := tr.(*translator)
+	if arch != "s390x" || x.walk == nil {
+		return
+	}
+	for _, r := range runs {
+		for _, a := range []uint64{r[0], r[1] - 1} {
+			if _, err := x.walk(a); err != nil {
+				t.Fatalf("s390x: %#x in mapped run [%#x, %#x) does not walk: %v", a, r[0], r[1], err)
+			}
+		}
+		if r[1] < hi {
+			if pa, err := x.walk(r[1]); err == nil {
+				t.Fatalf("s390x: %#x after mapped run [%#x, %#x) walks to %#x", r[1], r[0], r[1], pa)
+			}
+		}
 	}
 }

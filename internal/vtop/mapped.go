@@ -31,6 +31,15 @@ type ptWalker struct {
 	shift     func(l int) uint // VA bit of the lowest index bit at level l
 	bits      func(l int) uint // index bits at level l
 	decode    func(e uint64, l int) (present, leaf bool, next uint64)
+	// vaLimit, if not 0, is the end of what the top table translates
+	// (s390x: a region-third table's 4 TiB): nothing at or above it is
+	// mapped, rather than aliasing to lower indexes.
+	vaLimit uint64
+	// length, if not nil, gives the indexes [first, last] of the next
+	// table that exist, from the entry at level l pointing at it (s390x:
+	// a region entry's table offset and length); other indexes are
+	// unmapped. The top table has all of its indexes.
+	length func(e uint64, l int) (first, last uint64)
 }
 
 // maxMappedEntries bounds the page-table entries one Mapped reads: 2^22
@@ -60,8 +69,8 @@ func (t *translator) Mapped(lo, hi uint64, yield func(start, end uint64) bool) e
 		}
 		runStart, runEnd, have = s, e, true
 	}
-	var walk func(table uint64, l int, lo, last uint64)
-	walk = func(table uint64, l int, lo, last uint64) {
+	var walk func(table uint64, l int, lo, last, first, lastIdx uint64)
+	walk = func(table uint64, l int, lo, last, first, lastIdx uint64) {
 		shift, bits := w.shift(l), w.bits(l)
 		span := uint64(1) << shift
 		buf := make([]byte, w.entrySize)
@@ -71,8 +80,9 @@ func (t *translator) Mapped(lo, hi uint64, yield func(start, end uint64) bool) e
 				stopped = true
 				return
 			}
-			at := table + (va>>shift&(1<<bits-1))*w.entrySize
-			if memory.ReadFull(w.phys, buf, at) == nil {
+			idx := va >> shift & (1<<bits - 1)
+			at := table + idx*w.entrySize
+			if idx >= first && idx <= lastIdx && memory.ReadFull(w.phys, buf, at) == nil {
 				e := uint64(0)
 				if w.entrySize == 8 {
 					e = w.bo.Uint64(buf)
@@ -85,7 +95,11 @@ func (t *translator) Mapped(lo, hi uint64, yield func(start, end uint64) bool) e
 				case leaf || l == 1:
 					emit(va, min(end, last)+1)
 				default:
-					walk(next, l-1, va, min(end, last))
+					f, li := uint64(0), ^uint64(0)
+					if w.length != nil {
+						f, li = w.length(e, l)
+					}
+					walk(next, l-1, va, min(end, last), f, li)
 				}
 			}
 			if end >= last {
@@ -94,7 +108,13 @@ func (t *translator) Mapped(lo, hi uint64, yield func(start, end uint64) bool) e
 			va = end + 1
 		}
 	}
-	walk(w.root, w.levels, lo, hi-1)
+	if w.vaLimit != 0 {
+		if lo >= w.vaLimit {
+			return nil
+		}
+		hi = min(hi, w.vaLimit)
+	}
+	walk(w.root, w.levels, lo, hi-1, 0, ^uint64(0))
 	if have && !stopped {
 		yield(runStart, runEnd)
 	}
@@ -160,4 +180,46 @@ func (x *i386) ptWalker() *ptWalker {
 			return e&x86Present != 0, l == 2 && e&x86PSE != 0, e & x86PTEAddrMask
 		},
 	}
+}
+
+func (s *s390) ptWalker() *ptWalker {
+	w := &ptWalker{
+		phys: s.phys, bo: binary.BigEndian, root: s.root, entrySize: 8, levels: s.top,
+		shift: func(l int) uint { return s390Shift[l] },
+		bits: func(l int) uint {
+			if l == s390Page {
+				return 8
+			}
+			return 11
+		},
+		// As walk: an invalid entry, or one of the wrong table type,
+		// maps nothing.
+		decode: func(e uint64, l int) (bool, bool, uint64) {
+			if l == s390Page {
+				return e&s390PageInvalid == 0, true, 0
+			}
+			if e&s390EntryInvalid != 0 || int(e&s390EntryTypeMask)>>2 != l-2 {
+				return false, false, 0
+			}
+			switch {
+			case (l == s390Segment || l == s390RegionThird) && e&s390EntryFC != 0:
+				return true, true, 0
+			case l == s390Segment:
+				return true, false, e & s390PTOrigin
+			}
+			return true, false, e & s390TableOrigin
+		},
+		// A region entry says which quarters of the next table exist; a
+		// segment entry's page table is whole.
+		length: func(e uint64, l int) (uint64, uint64) {
+			if l == s390Segment {
+				return 0, 1<<8 - 1
+			}
+			return (e & s390RegionTF >> 6) << 9, (e&s390RegionTL+1)<<9 - 1
+		},
+	}
+	if s.top < s390RegionFirst {
+		w.vaLimit = 1 << (s390Shift[s.top] + 11)
+	}
+	return w
 }

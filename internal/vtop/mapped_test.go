@@ -1,6 +1,7 @@
 package vtop
 
 import (
+	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,5 +40,91 @@ func TestX86_64Mapped(t *testing.T) {
 			return true
 		}))
 		assert.Equal(t, [][2]uint64{{fxStext, fxStext + 64<<20}}, got)
+	}
+}
+
+// TestS390XMapped lists the mapped runs of s390x vmalloc space through
+// each type of swapper_pg_dir: 4 KiB pages, 1 MiB segments and 2 GiB
+// region-third frames, merged where they touch; quarters of a table its
+// region entry leaves out, entries of the wrong type and addresses beyond
+// the top table are unmapped, as for the walk.
+func TestS390XMapped(t *testing.T) {
+	collect := func(t *testing.T, m Mapper, lo, hi uint64) [][2]uint64 {
+		var got [][2]uint64
+		require.NoError(t, m.Mapped(lo, hi, func(s, e uint64) bool {
+			got = append(got, [2]uint64{s, e})
+			return true
+		}))
+		return got
+	}
+	for _, top := range []int{s390RegionThird, s390RegionSecond, s390RegionFirst} {
+		t.Run(s390Levels[top], func(t *testing.T) {
+			m := newPhysMem(4096)
+			m.put64(binary.BigEndian, s390HighMe, 0x10000000)
+			b := newS390Builder(m, s390Root, top)
+			for pa := uint64(0); pa < 0x10000000; pa += 1 << 20 {
+				b.mapPage(pa, pa, 20)
+			}
+			vm := uint64(0x3ff00000000)
+			if top >= s390RegionSecond {
+				vm = 0x1ff0000000000
+			}
+			b.mapPage(vm+0x5000, 0x0abcd000, 12)
+			b.mapPage(vm+0x6000, 0x00123000, 12)
+			b.mapPage(vm+0x9000, 0x00124000, 12)
+			b.mapPage(vm+0x100000, 0x0f000000, 20)
+			b.mapPage(vm+0x200000, 0x0f200000, 12) // right after the segment
+			b.mapPage(vm+0x80000000, 0x80000000, 31)
+			tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: m})
+			require.NoError(t, err)
+			want := [][2]uint64{{vm + 0x5000, vm + 0x7000}, {vm + 0x9000, vm + 0xa000}, {vm + 0x100000, vm + 0x201000}, {vm + 0x80000000, vm + 0x100000000}}
+			assert.Equal(t, want, collect(t, tr.(Mapper), vm, vm+1<<32))
+			// Every run translates, first and last byte, and the gaps do not.
+			x := tr.(*translator)
+			for i, r := range want {
+				for _, va := range []uint64{r[0], r[1] - 1} {
+					_, err := x.walk(va)
+					assert.NoError(t, err, "%#x", va)
+				}
+				if i > 0 {
+					_, err := x.walk(want[i-1][1])
+					assert.ErrorIs(t, err, ErrNotMapped)
+				}
+			}
+			// The identity map: one run up to the end of memory.
+			assert.Equal(t, [][2]uint64{{0, 0x10000000}}, collect(t, tr.(Mapper), 0, 1<<31))
+			// Beyond what a region-third or region-second table addresses:
+			// nothing, where masking the index would alias vmalloc.
+			if top < s390RegionFirst {
+				limit := uint64(1) << (s390Shift[top] + 11)
+				assert.Empty(t, collect(t, tr.(Mapper), limit+vm, limit+vm+1<<32))
+				assert.Equal(t, want[:2], collect(t, tr.(Mapper), vm, vm+0x10000))
+			}
+		})
+	}
+
+	// Region-third table quarters and entry types (TestS390XFaults' cases).
+	m := newPhysMem(4096)
+	b := newS390Builder(m, s390Root, s390RegionThird)
+	b.mapPage(0, 0, 20)
+	const va = 0x3ff80005000
+	b.mapPage(va, 0x5000, 12)
+	tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: m})
+	require.NoError(t, err)
+	at := uint64(s390Root + (va>>31&2047)*8)
+	rte := m.get(binary.BigEndian, 8, at)
+	for _, c := range []struct {
+		name string
+		e    uint64
+		want [][2]uint64
+	}{
+		{"whole segment table", rte, [][2]uint64{{va, va + 0x1000}}},
+		{"TL 0: quarter 0 only", rte &^ s390RegionTL, [][2]uint64{{va, va + 0x1000}}},
+		{"TF 1, TL 1: quarter 0 missing", rte&^s390RegionTL | 1<<6 | 1, nil},
+		{"region-third entry of another type", rte&^s390EntryTypeMask | 2<<2, nil},
+		{"next table not in the dump", 0x7f000000 | 1<<2 | 3, nil},
+	} {
+		m.put64(binary.BigEndian, at, c.e)
+		assert.Equal(t, c.want, collect(t, tr.(Mapper), va&^(1<<31-1), va|(1<<31-1)), c.name)
 	}
 }

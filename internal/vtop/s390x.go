@@ -238,6 +238,7 @@ func newS390X(cfg Config) (*translator, error) {
 	s := &s390{phys: cfg.Phys, root: root, top: top}
 	t.layout.Levels, t.layout.Root = top, root
 	t.walk = s.walk
+	t.pt = s.ptWalker
 	t.note("swapper_pg_dir is a %s", s390Levels[top])
 	return t, nil
 }
