@@ -91,6 +91,11 @@ const maxSiblingEntries = 4096
 // ranges that do not overlap). It returns them in pfn order, without
 // path itself; nil when path is not a split part or has no such sibling.
 func SplitSiblings(path string) []string {
+	// Only a regular file can be a part with siblings; opening a FIFO
+	// here would wait for its writer.
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
 	self, err := diskdump.Open(path)
 	if err != nil {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
@@ -83,4 +84,21 @@ func TestExitStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFIFOCLI: a dump given as a FIFO is read whole from its writer, by
+// every step of the command line (the split-sibling probe once opened it
+// and waited for a writer that had already gone).
+func TestFIFOCLI(t *testing.T) {
+	src := testutil.CorpusGuestNamed(t, "deb12-6.1-arm64").RequireDump(t, testutil.DumpQEMUELF)[0]
+	raw, err := os.ReadFile(src)
+	require.NoError(t, err)
+	fifo := filepath.Join(t.TempDir(), "vmcore")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	done := make(chan error, 1)
+	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
+	code, stdout, stderr := runCLI("info", "--no-cache", fifo)
+	require.NoError(t, <-done)
+	require.Equal(t, exitPartial, code, stderr) // ftrace, bpf, kprobes: no data symbols
+	assert.Contains(t, stdout, "kernel release:")
 }
