@@ -201,8 +201,9 @@ func parseRelease(rel string) (int, int, bool) {
 // whose fixed head is not where it belongs
 // (CONFIG_RANDSTRUCT), and an offset that no candidate or more than one
 // candidate satisfies are errors wrapping ErrCorrupt or ErrNotFound
-// (errors.ErrUnsupported for the generation); memory faults wrap the
-// reader's error.
+// (errors.ErrUnsupported for the generation); a broken list, a randomized
+// struct and an ambiguous offset are an *InferError saying which. Memory
+// faults wrap the reader's error.
 func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 	if cfg.ByteOrder == nil || (cfg.PtrSize != 4 && cfg.PtrSize != 8) {
 		return nil, fmt.Errorf("btflayout: inferring layouts: byte order %v, pointer size %d: %w", cfg.ByteOrder, cfg.PtrSize, errors.ErrUnsupported)
