@@ -25,6 +25,7 @@ func TestErrorVocabulary(t *testing.T) {
 		"modsyms.ErrCorrupt":      modsyms.ErrCorrupt,
 		"bpfsyms.ErrCorrupt":      bpfsyms.ErrCorrupt,
 		"btflayout.ErrCorrupt":    btflayout.ErrCorrupt,
+		"btflayout.InferError":    &btflayout.InferError{Problem: btflayout.Ambiguous, Msg: "x"},
 		"vmcoreinfo.ErrCorrupt":   vmcoreinfo.ErrCorrupt,
 		"vmcoreinfo.LineError":    &vmcoreinfo.LineError{Num: 3, Line: "PAGESIZE=x", Err: errors.New("bad")},
 		"symfinder.ErrCorrupt":    symfinder.ErrCorrupt,

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -54,19 +56,26 @@ func TestTable(t *testing.T) {
 }
 
 func TestTableErrors(t *testing.T) {
-	for _, bad := range []string{
-		"module.list",
-		"module = 3",
-		"module.list = x",
-		"module.list = 1:2:3:4",
-		"sizeof(mod ule) = 3",
-		"enum(x) = 1",
-		"module.list = 1\nmodule.list = 2",
-		"1module.x = 0",
+	for _, bad := range []struct {
+		text string
+		line int
+	}{
+		{"module.list", 1},
+		{"module = 3", 1},
+		{"module.list = x", 1},
+		{"module.list = 1:2:3:4", 1},
+		{"sizeof(mod ule) = 3", 1},
+		{"enum(x) = 1", 1},
+		{"module.list = 1\nmodule.list = 2", 2},
+		{"# comment\n\n1module.x = 0", 3},
 	} {
-		_, err := ParseTable(strings.NewReader(bad), "bad")
-		assert.ErrorIs(t, err, ErrCorrupt, "%q", bad)
-		assert.Contains(t, err.Error(), "bad:")
+		_, err := ParseTable(strings.NewReader(bad.text), "bad")
+		assert.ErrorIs(t, err, ErrCorrupt, "%q", bad.text)
+		var le *LineError
+		require.ErrorAs(t, err, &le, "%q", bad.text)
+		assert.Equal(t, "bad", le.File)
+		assert.Equal(t, bad.line, le.Num, "%q", bad.text)
+		errshape.Require(t, err, "btflayout: bad: ") // one line, naming the table and the line
 	}
 }
 
@@ -173,6 +182,9 @@ func TestFromMemoryErrors(t *testing.T) {
 			b, err := FromMemory(c.mem, c.start, c.stop)
 			assert.Nil(t, b)
 			assert.ErrorIs(t, err, c.want)
+			if c.start != 0 {
+				errshape.Require(t, err, fmt.Sprintf("%#x", c.start)) // one line, naming where
+			}
 		})
 	}
 	_, err := ParseBTF(good[:10], "short")

@@ -169,7 +169,12 @@ type esym struct {
 }
 
 func inferErr(format string, a ...any) error {
-	return fmt.Errorf("btflayout: inferring layouts: %s: %w", fmt.Sprintf(format, a...), ErrCorrupt)
+	return &InferError{Msg: fmt.Sprintf(format, a...)}
+}
+
+// inferErrAt is inferErr for a problem of kind k found at addr.
+func inferErrAt(k InferProblem, addr uint64, format string, a ...any) error {
+	return &InferError{Problem: k, Addr: addr, Msg: fmt.Sprintf(format, a...)}
 }
 
 // parseRelease returns major and minor of a kernel release string.
@@ -196,8 +201,9 @@ func parseRelease(rel string) (int, int, bool) {
 // whose fixed head is not where it belongs
 // (CONFIG_RANDSTRUCT), and an offset that no candidate or more than one
 // candidate satisfies are errors wrapping ErrCorrupt or ErrNotFound
-// (errors.ErrUnsupported for the generation); memory faults wrap the
-// reader's error.
+// (errors.ErrUnsupported for the generation); a broken list, a randomized
+// struct and an ambiguous offset are an *InferError saying which. Memory
+// faults wrap the reader's error.
 func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 	if cfg.ByteOrder == nil || (cfg.PtrSize != 4 && cfg.PtrSize != 8) {
 		return nil, fmt.Errorf("btflayout: inferring layouts: byte order %v, pointer size %d: %w", cfg.ByteOrder, cfg.PtrSize, errors.ErrUnsupported)
@@ -403,7 +409,7 @@ func (x *infer) walk(head uint64) ([]uint64, error) {
 			return nil, fmt.Errorf("btflayout: inferring layouts: module list node %#x: %w", node, err)
 		}
 		if back != prev {
-			return nil, inferErr("module list node %#x: prev is %#x, not %#x", node, back, prev)
+			return nil, inferErrAt(ListBroken, node, "module list node %#x: prev is %#x, not %#x", node, back, prev)
 		}
 		nodes = append(nodes, node)
 		prev = node
@@ -412,7 +418,7 @@ func (x *infer) walk(head uint64) ([]uint64, error) {
 		}
 	}
 	if back, err := x.ptr(head + x.p); err != nil || back != prev {
-		return nil, inferErr("module list head %#x: prev is %#x, not the last node %#x", head, back, prev)
+		return nil, inferErrAt(ListBroken, head, "module list head %#x: prev is %#x, not the last node %#x", head, back, prev)
 	}
 	return nodes, nil
 }
@@ -485,10 +491,10 @@ func (x *infer) readModule(base uint64) (*evMod, error) {
 	}
 	st := x.u32(raw, 0)
 	if st > 3 {
-		return nil, inferErr("struct module at %#x: state %d is no module_state (a randomized struct layout? supply --btf or --layout)", base, st)
+		return nil, inferErrAt(Randomized, base, "struct module at %#x: state %d is no module_state (a randomized struct layout? supply --btf or --layout)", base, st)
 	}
 	if !validModuleName(raw[3*p : 3*p+64-p]) {
-		return nil, inferErr("struct module at %#x: no module name at offset %d (a randomized struct layout? supply --btf or --layout)", base, 3*p)
+		return nil, inferErrAt(Randomized, base, "struct module at %#x: no module name at offset %d (a randomized struct layout? supply --btf or --layout)", base, 3*p)
 	}
 	return &evMod{base: base, raw: raw, live: st == 0}, nil
 }
@@ -703,7 +709,7 @@ func (x *infer) findKallsyms() (uint64, error) {
 		return 0, fmt.Errorf("btflayout: inferring layouts: no offset of struct module leads to a mod_kallsyms in all of %d modules (first failure: %v): %w", len(x.mods), firstErr, ErrNotFound)
 	case 1:
 	default:
-		return 0, inferErr("module.kallsyms is ambiguous: offsets %v all fit", found)
+		return 0, inferErrAt(Ambiguous, 0, "module.kallsyms is ambiguous: offsets %v all fit", found)
 	}
 	for i, m := range x.mods {
 		m.syms = syms[i]
@@ -822,7 +828,7 @@ func (x *infer) findMem() (off, stride uint64, tree bool, err error) {
 		}
 		return c.off, c.stride, c.tree, nil
 	}
-	return 0, 0, false, inferErr("module.mem is ambiguous: %d candidates (first %+v, %+v)", len(found), found[0], found[1])
+	return 0, 0, false, inferErrAt(Ambiguous, 0, "module.mem is ambiguous: %d candidates (first %+v, %+v)", len(found), found[0], found[1])
 }
 
 // findLayout finds module.core_layout and init_layout (v4.5–v6.3):
@@ -866,7 +872,7 @@ func (x *infer) findLayout() (core, init, size uint64, tree bool, err error) {
 		return 0, 0, 0, false, fmt.Errorf("btflayout: inferring layouts: no offset of module.core_layout fits all of %d modules: %w", len(x.mods), ErrNotFound)
 	case 1:
 	default:
-		return 0, 0, 0, false, inferErr("module.core_layout is ambiguous: offsets %+v all fit", found)
+		return 0, 0, 0, false, inferErrAt(Ambiguous, 0, "module.core_layout is ambiguous: offsets %+v all fit", found)
 	}
 	c := found[0]
 	for _, m := range x.mods {
@@ -932,7 +938,7 @@ func (x *infer) findSyms() (off uint64, found bool, err error) {
 	case 1:
 		return offs[0], true, nil
 	}
-	return 0, false, inferErr("module.syms is ambiguous: offsets %v all fit", offs)
+	return 0, false, inferErrAt(Ambiguous, 0, "module.syms is ambiguous: offsets %v all fit", offs)
 }
 
 // exportsFit reports whether the first entries of the table at syms are
@@ -1044,7 +1050,7 @@ func (x *infer) findDirect() (uint64, error) {
 		return 0, fmt.Errorf("btflayout: inferring layouts: no offset of struct module holds a symbol table in all of %d modules (first failure: %v): %w", len(x.mods), firstErr, ErrNotFound)
 	case 1:
 	default:
-		return 0, inferErr("module.symtab is ambiguous: offsets %v all fit", found)
+		return 0, inferErrAt(Ambiguous, 0, "module.symtab is ambiguous: offsets %v all fit", found)
 	}
 	x.setSyms(syms)
 	return found[0], nil
@@ -1098,7 +1104,7 @@ func (x *infer) findFields() (uint64, error) {
 		return 0, fmt.Errorf("btflayout: inferring layouts: no offset of module.module_core fits all of %d modules: %w", len(x.mods), ErrNotFound)
 	case 1:
 	default:
-		return 0, inferErr("module.module_core is ambiguous: offsets %v all fit", found)
+		return 0, inferErrAt(Ambiguous, 0, "module.module_core is ambiguous: offsets %v all fit", found)
 	}
 	for _, m := range x.mods {
 		m.regions = []region{{x.word(m.raw, found[0]+p), x.u32(m.raw, found[0]+2*p+4)}}
@@ -1171,5 +1177,5 @@ func (x *infer) findSourceList() (off uint64, ok bool, err error) {
 	case 1:
 		return offs[0], true, nil
 	}
-	return 0, false, inferErr("module.source_list is ambiguous: offsets %v all fit", offs)
+	return 0, false, inferErrAt(Ambiguous, 0, "module.source_list is ambiguous: offsets %v all fit", offs)
 }

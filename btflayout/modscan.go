@@ -158,7 +158,7 @@ func (x *infer) vmapAreas(cfg ModuleScanConfig) ([][2]uint64, error) {
 		}
 		next, back := x.word(raw[:], 0), x.word(raw[:], x.p)
 		if back != prev {
-			return nil, inferErr("vmap_area_list node %#x: prev is %#x, not %#x", node, back, prev)
+			return nil, inferErrAt(ListBroken, node, "vmap_area_list node %#x: prev is %#x, not %#x", node, back, prev)
 		}
 		va := node - cfg.VAList + cfg.VAStart
 		var se [16]byte
@@ -233,7 +233,7 @@ func (x *infer) headFrom(start uint64) (uint64, error) {
 			return 0, err
 		}
 		if back != prev {
-			return 0, inferErr("list node %#x: prev is %#x, not %#x", node, back, prev)
+			return 0, inferErrAt(ListBroken, node, "list node %#x: prev is %#x, not %#x", node, back, prev)
 		}
 		if b == nil || x.u32(b, 0) > 3 || !validModuleName(b[3*p:]) {
 			heads = append(heads, node)

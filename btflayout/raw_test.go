@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
@@ -200,6 +201,7 @@ func TestRawErrors(t *testing.T) {
 			raw := append(append(append([]byte{}, hdr...), c.typ...), 0, 0)
 			_, err := ParseBTF(raw, "test")
 			require.True(t, errors.Is(err, ErrCorrupt), "%v", err)
+			errshape.Require(t, err, "btflayout: test: ", "BTF type 1 at 0x18: ") // one line, naming the type and its offset
 		})
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
 // synth describes a synthetic kernel for the inference and scan tests.
@@ -341,10 +343,10 @@ func TestInferHostile(t *testing.T) {
 	}{
 		{"loop", func(k *synthKernel) {
 			c.ptr(k.mem, k.bases[2]+p, k.bases[0]+p) // mod2.next = mod0
-		}, func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrCorrupt) }},
+		}, func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrCorrupt); errshape.Require(t, err) }},
 		{"prev disagrees", func(k *synthKernel) {
 			c.ptr(k.mem, k.bases[1]+2*p, k.bases[2]+p)
-		}, func(t *testing.T, err error) { assert.ErrorContains(t, err, "prev is") }},
+		}, func(t *testing.T, err error) { inferError(t, err, ListBroken) }},
 		{"empty list", func(k *synthKernel) {
 			c.ptr(k.mem, k.head, k.head)
 			c.ptr(k.mem, k.head+p, k.head)
@@ -367,7 +369,7 @@ func TestInferHostile(t *testing.T) {
 		}, func(t *testing.T, err error) { assert.ErrorIs(t, err, ErrNotFound) }},
 		{"randomized head", func(k *synthKernel) {
 			k.mem.Write(k.bases[0]+3*p, []byte{0xff})
-		}, func(t *testing.T, err error) { assert.ErrorContains(t, err, "randomized") }},
+		}, func(t *testing.T, err error) { inferError(t, err, Randomized) }},
 		{"this_module elsewhere", func(k *synthKernel) {
 			// __this_module is the last symbol: give it another value.
 			symtab, _ := memPtr(k, c, k.bases[0]+cw.kallsyms+p)
@@ -418,7 +420,22 @@ func TestInferAmbiguous(t *testing.T) {
 	}
 	_, err := Infer(k.mem, c.config(k))
 	require.Error(t, err)
-	assert.ErrorContains(t, err, "ambiguous")
+	inferError(t, err, Ambiguous)
+}
+
+// inferError checks an error of Infer: corruption, an *InferError of the
+// problem, in one line naming where (errshape: its Addr, when it has one).
+func inferError(t *testing.T, err error, problem InferProblem) {
+	t.Helper()
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorIs(t, err, memory.ErrCorrupt)
+	var ie *InferError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, problem, ie.Problem, "%v", err)
+	if problem != Ambiguous {
+		assert.NotZero(t, ie.Addr, "names the node or struct module")
+	}
+	errshape.Require(t, err)
 }
 
 // TestFindModuleListSynthetic finds the list head by scanning the module

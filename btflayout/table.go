@@ -37,7 +37,7 @@ type Table struct {
 const maxTableLines = 1 << 16
 
 // ParseTable reads a layout table. desc names it in messages. A malformed
-// line is an error wrapping ErrCorrupt that gives the line number.
+// line is a *LineError wrapping ErrCorrupt.
 func ParseTable(r io.Reader, desc string) (*Table, error) {
 	t := &Table{desc: desc, structs: map[string]*Struct{}, enums: map[string]map[string]int64{}}
 	sc := bufio.NewScanner(r)
@@ -57,7 +57,7 @@ func ParseTable(r io.Reader, desc string) (*Table, error) {
 			continue
 		}
 		if err := t.parseLine(text); err != nil {
-			return nil, fmt.Errorf("btflayout: %s:%d: %w", desc, line, err)
+			return nil, &LineError{File: desc, Num: line, Err: err}
 		}
 	}
 	if err := sc.Err(); err != nil {

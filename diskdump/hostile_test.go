@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/stretchr/testify/require"
 )
@@ -31,19 +32,16 @@ func requireFormatError(t *testing.T, err error, off int64) *FormatError {
 }
 
 // requireOneLine checks the shape of an error message: one line, naming
-// where (every FormatError's offset, every FaultError's address, in hex).
+// where (every offset and address in its tree, in hex; see errshape), a
+// FormatError's offset as "offset 0x…".
 func requireOneLine(t *testing.T, err error) {
 	t.Helper()
-	msg := err.Error()
-	require.NotContains(t, msg, "\n")
+	var where []string
 	var fe *FormatError
 	if errors.As(err, &fe) && fe.Off >= 0 {
-		require.Contains(t, msg, fmt.Sprintf("offset %#x", fe.Off))
+		where = append(where, fmt.Sprintf("offset %#x", fe.Off))
 	}
-	var mf *memory.FaultError
-	if errors.As(err, &mf) {
-		require.Contains(t, msg, fmt.Sprintf("%#x", mf.Addr))
-	}
+	errshape.Require(t, err, where...)
 }
 
 func TestHostileHeaders(t *testing.T) {

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/diskdump"
 	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
@@ -104,7 +106,10 @@ func TestExtractCorruptInput(t *testing.T) {
 	_, err = Extract(out, []string{badPath}, Options{Keep: []Range{{Start: 0, End: 8 << 12}}})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, memory.ErrCorrupt)
-	assert.Contains(t, err.Error(), badPath)
+	var fe *diskdump.FormatError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, int64(desc+1*24), fe.Off, "the descriptor's offset")
+	errshape.Require(t, err, badPath) // one line, naming the file and the offset
 	assert.ElementsMatch(t, []string{"good.kdump", "bad.kdump"}, dirNames(t, dir), "no output, no temporary file")
 
 	// A truncated header fails at open, naming the file.
@@ -112,7 +117,9 @@ func TestExtractCorruptInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(trunc, d[:600], 0o644))
 	_, err = Extract(out, []string{trunc}, Options{})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), trunc)
+	assert.ErrorIs(t, err, memory.ErrCorrupt)
+	require.ErrorAs(t, err, &fe)
+	errshape.Require(t, err, trunc) // one line, naming the file and the offset
 	_, err = os.Stat(out)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 

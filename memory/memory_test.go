@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -50,7 +51,8 @@ func TestReadHelpers(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	assert.EqualValues(t, 0x100c, fe.Addr)
 	assert.ErrorIs(t, err, ErrNotSaved)
-	assert.Contains(t, err.Error(), "test memory at 0x100c")
+	assert.Equal(t, "test", fe.Space)
+	errshape.Require(t, err, "0x100c") // one line, naming the address
 
 	err = ReadFull(m, make([]byte, 16), ^uint64(0)-3)
 	assert.ErrorIs(t, err, ErrCorrupt)

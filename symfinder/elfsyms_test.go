@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -232,6 +233,9 @@ func TestELFSymbolsGoBinary(t *testing.T) {
 func TestELFSymbolsErrors(t *testing.T) {
 	_, err := NewELFSymbols(bytes.NewReader([]byte("not an elf file at all, not at all")), "x", 0)
 	assert.ErrorIs(t, err, ErrCorrupt)
+	var fe *elf.FormatError
+	require.ErrorAs(t, err, &fe)
+	errshape.Require(t, err, "symfinder: x: ", "at byte 0x0") // one line, naming the file and the offset
 
 	// Without .symtab: ErrNoSymbols, not corruption.
 	img := buildELF64(t, binary.LittleEndian)
@@ -257,6 +261,7 @@ func TestELFSymbolsErrors(t *testing.T) {
 		ix, err := NewELFSymbols(bytes.NewReader(img[:n]), "x", 0)
 		if err != nil {
 			assert.Nil(t, ix)
+			errshape.Require(t, err, "symfinder: x: ")
 		}
 	}
 }

@@ -232,6 +232,17 @@ func (b *Builder) Len() int {
 	return len(b.ix.addrs)
 }
 
+// indexError is NewSorted's refusal of its input: the names or addresses
+// a decoder took from a dump do not make an index. It matches ErrCorrupt.
+type indexError struct{ msg string }
+
+func (e *indexError) Error() string { return e.msg }
+
+// Is reports whether target is ErrCorrupt.
+func (e *indexError) Is(target error) bool { return target == ErrCorrupt || isCorruptClass(target) }
+
+func indexErr(format string, a ...any) error { return &indexError{fmt.Sprintf(format, a...)} }
+
 // NewSorted builds an Index of symbols whose sizes are derived, given in
 // bulk, for a decoder that has produced the names buffer itself: names
 // holds every symbol's type letter and name back to back, symbol i being
@@ -241,7 +252,8 @@ func (b *Builder) Len() int {
 //
 // Addresses are pulled through addrs, which fills out with the addresses
 // of symbols first, first+1, ...; they must never decrease, or NewSorted
-// fails. An error from addrs is returned as is. end is where the highest
+// fails. Input it cannot index is an error matching ErrCorrupt; an error
+// from addrs is returned as is. end is where the highest
 // symbol ends (see Builder.SetDerivedEnd). ranges, if not nil, are the
 // extents of Builder.SetExtents (with no skipped symbols).
 //
@@ -249,7 +261,7 @@ func (b *Builder) Len() int {
 // (kallsyms) use it; everything else uses Builder.
 func NewSorted(name, module string, names []byte, nameOff []uint32, addrs func(first int, out []uint64) error, end uint64, ranges []Range) (*Index, error) {
 	if len(nameOff) == 0 {
-		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
+		return nil, indexErr("symfinder: %s: names offsets must start at 0", name)
 	}
 	a, err := compactSorted(len(nameOff)-1, addrs)
 	if err != nil {
@@ -296,7 +308,7 @@ func compactSorted(n int, addrs func(first int, out []uint64) error) (*sortedAdd
 		}
 		for _, a := range out {
 			if i := len(ix.addrLo) + len(ix.addrs); i > 0 && a < b.last {
-				return nil, fmt.Errorf("symfinder: symbol %d at %#x is below the one before it", i, a)
+				return nil, indexErr("symfinder: symbol %d at %#x is below the one before it", i, a)
 			}
 			b.addAddr(a)
 			b.last = a
@@ -319,19 +331,19 @@ func compactSorted(n int, addrs func(first int, out []uint64) error) (*sortedAdd
 // NewSorted). a must not be used again.
 func newSortedFrom(name, module string, a *sortedAddrs, names []byte, nameOff []uint32, end uint64, ranges []Range) (*Index, error) {
 	if len(nameOff) == 0 || nameOff[0] != 0 {
-		return nil, fmt.Errorf("symfinder: %s: names offsets must start at 0", name)
+		return nil, indexErr("symfinder: %s: names offsets must start at 0", name)
 	}
 	n := len(nameOff) - 1
 	if a == nil || a.ix == nil || a.ix.n != n {
-		return nil, fmt.Errorf("symfinder: %s: %d names for another number of addresses", name, n)
+		return nil, indexErr("symfinder: %s: %d names for another number of addresses", name, n)
 	}
 	for i, o := range nameOff[1:] {
 		if o <= nameOff[i] {
-			return nil, fmt.Errorf("symfinder: %s: symbol %d has no type letter", name, i)
+			return nil, indexErr("symfinder: %s: symbol %d has no type letter", name, i)
 		}
 	}
 	if int(nameOff[n]) > len(names) {
-		return nil, fmt.Errorf("symfinder: %s: names end at %d, past the %d-byte buffer", name, nameOff[n], len(names))
+		return nil, indexErr("symfinder: %s: names end at %d, past the %d-byte buffer", name, nameOff[n], len(names))
 	}
 	ix := a.ix
 	a.ix = nil

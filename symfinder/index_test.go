@@ -2,11 +2,13 @@ package symfinder
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -389,16 +391,24 @@ func TestNewSortedErrors(t *testing.T) {
 	addrs := func(v ...uint64) func(int, []uint64) error {
 		return func(first int, out []uint64) error { copy(out, v[first:]); return nil }
 	}
+	// Each refusal is corruption, in one line naming the index and where.
+	refused := func(err error, where ...string) {
+		t.Helper()
+		require.ErrorIs(t, err, ErrCorrupt)
+		errshape.Require(t, err, where...)
+	}
 	_, err := NewSorted("k", "", []byte("Ta"), nil, addrs(), 0, nil)
-	require.ErrorContains(t, err, "start at 0")
+	refused(err, "symfinder: k: ")
 	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 2}, addrs(1, 2), 0, nil)
-	require.ErrorContains(t, err, "symbol 1 has no type letter")
+	refused(err, "symfinder: k: ", "symbol 1 ")
 	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 5}, addrs(1, 2), 0, nil)
-	require.ErrorContains(t, err, "past the 4-byte buffer")
+	refused(err, "symfinder: k: ", "5")
 	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, addrs(2, 1), 0, nil)
-	require.ErrorContains(t, err, "symbol 1 at 0x1 is below")
-	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, func(int, []uint64) error { return fmt.Errorf("unreadable") }, 0, nil)
-	require.ErrorContains(t, err, "unreadable")
+	refused(err, "symbol 1 at 0x1 ")
+	unreadable := errors.New("unreadable")
+	_, err = NewSorted("k", "", []byte("TaTb"), []uint32{0, 2, 4}, func(int, []uint64) error { return unreadable }, 0, nil)
+	require.ErrorIs(t, err, unreadable, "an error from addrs is returned as is")
+	require.NotErrorIs(t, err, ErrCorrupt)
 	ix, err := NewSorted("k", "", nil, []uint32{0}, addrs(), 0, nil)
 	require.NoError(t, err)
 	require.Zero(t, ix.Len())

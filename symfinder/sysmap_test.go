@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,10 +85,15 @@ func TestParseSystemMapEdges(t *testing.T) {
 	var le *LineError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, 2, le.Num)
+	assert.Equal(t, "m", le.File)
+	errshape.Require(t, err, "symfinder: m: ") // one line, naming the file and the line
 
 	// System.map has no module column.
 	_, err = ParseSystemMap(strings.NewReader("ffffffff81000000 T a\t[m]\n"), "m", 0)
 	assert.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, 1, le.Num)
+	errshape.Require(t, err, "symfinder: m: ")
 
 	// Without a text symbol everything that is not absolute moves.
 	f, err = ParseSystemMap(strings.NewReader("0000000000001000 D d\n0000000000002000 A a\n"), "m", 0x100)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/printk"
@@ -105,7 +106,7 @@ func TestDmesgCorpus(t *testing.T) {
 					args = append(args, "--part", p)
 				}
 				code, stdout, stderr := runCLI(args...)
-				if g.IsExtract(f) && code != exitOK && strings.Contains(stderr, memory.ErrNotSaved.Error()) {
+				if g.IsExtract(f) && code != exitOK && logNotSaved(t, paths) {
 					t.Skipf("the committed extract predates the printk stage of extract: %s", strings.TrimSpace(stderr))
 				}
 				require.Equal(t, exitOK, code, stderr)
@@ -140,4 +141,18 @@ func checkDmesg(t *testing.T, got, dmesg, console string) {
 		require.Less(t, j, len(cl), "line %q of the log is not in the console log (in order)", line)
 		j++
 	}
+}
+
+// logNotSaved reports whether the printk log of the dump at paths fails to
+// load because pages it needs are not in the dump, asked of the library
+// (the class is typed there; stderr is for people).
+func logNotSaved(t *testing.T, paths []string) bool {
+	t.Helper()
+	s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	_, err = s.Log()
+	return errors.Is(err, memory.ErrNotSaved)
 }

@@ -43,6 +43,7 @@ func TestExtractCLI(t *testing.T) {
 	code, stdout, stderr := runCLI("extract", "-o", out, "--keep", "p:0x1000-0x3000", in)
 	require.Equal(t, exitPartial, code, stderr)
 	assert.Equal(t, out+"\n", stdout)
+	// stderr is read by people: the CLI's contract, checked as text.
 	assert.Contains(t, stderr, "kept 2 pages")
 	assert.Contains(t, stderr, "keep")
 	assert.Contains(t, stderr, "translation") // and why it failed

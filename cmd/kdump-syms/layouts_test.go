@@ -111,6 +111,7 @@ func TestLayoutsMissing(t *testing.T) {
 		}
 		ran = true
 		assert.Equal(t, exitError, code)
+		// The remedy the user reads on stderr: the CLI's contract, as text.
 		assert.Contains(t, stderr, "--btf FILE", g.Name)
 		assert.Contains(t, stderr, "--layout FILE", g.Name)
 	}

@@ -72,6 +72,8 @@ func FuzzParseAddrArg(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a string) {
 		q, err := parseAddrArg(a)
 		if err != nil {
+			// A usage error is printed for the user as it is: its text
+			// quoting the argument is the CLI's contract.
 			var ue usageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), strconv.Quote(a)) {
 				t.Fatalf("%q: error %v is not a usage error quoting the argument", a, err)

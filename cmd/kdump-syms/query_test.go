@@ -21,6 +21,7 @@ func TestAddrBadArguments(t *testing.T) {
 	for _, a := range []string{"zzz", "0x", "10000000000000001", "0x10000000000000001", "-1", "", "+0x10", "vfs_write+zz", "a+0x1/0xq"} {
 		code, _, stderr := runCLI("addr", missing, "--", a)
 		assert.Equal(t, exitUsage, code, a)
+		// stderr is read by people: the CLI's contract, checked as text.
 		assert.Contains(t, stderr, fmt.Sprintf("%q", a), a)
 	}
 	code, _, stderr := runCLI("addr", missing, "-1")
@@ -77,7 +78,7 @@ func TestReverseAndModules(t *testing.T) {
 	assert.True(t, strings.HasSuffix(lines[1], " [xfs]"), lines[1])
 	assert.Equal(t, lines[1], lines[2])
 	assert.Equal(t, "nosuch+0x1 ?", lines[3])
-	assert.Contains(t, stderr, "nosuch")
+	assert.Contains(t, stderr, "nosuch") // the CLI's stderr, for people: text
 
 	code, stdout, stderr = runCLI("name", dump, "xfs:xfs_file_write_iter", "vmlinux:vfs_write")
 	require.Equal(t, exitOK, code, stderr)

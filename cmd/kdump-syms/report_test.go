@@ -118,6 +118,8 @@ func TestBrokenKallsyms(t *testing.T) {
 			} {
 				code, _, stderr := runCLI(tc.args...)
 				assert.Equal(t, tc.code, code, "%s: %s", tc.args[0], stderr)
+				// The report's lines are what the user reads: the CLI's
+				// contract, checked as text (the library's errors are typed).
 				var lines []string
 				for _, l := range stderrLines(stderr) {
 					if !strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "kdump-syms: extract: kept") && !strings.HasPrefix(l, "kdump-syms: extract: wrote") {

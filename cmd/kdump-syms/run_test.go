@@ -47,6 +47,7 @@ func TestUsage(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	code, _, stderr := runCLI("all", filepath.Join(t.TempDir(), "missing"))
 	assert.Equal(t, exitError, code)
+	// stderr is read by people: the CLI's contract, checked as text.
 	assert.Contains(t, stderr, "kdump-syms: ")
 	junk := filepath.Join(t.TempDir(), "junk")
 	require.NoError(t, os.WriteFile(junk, bytes.Repeat([]byte("junk"), 1000), 0o644))
@@ -88,6 +89,7 @@ func TestAllCorpus(t *testing.T) {
 				// each of those finders reported in one line.
 				require.Equal(t, exitPartial, code, stderr)
 				require.LessOrEqual(t, len(stderrLines(stderr)), 2*len(fails), stderr)
+				// stderr is read by people: the CLI's contract, checked as text.
 				for _, f := range fails {
 					assert.Contains(t, stderr, f.Finder+": ")
 					assert.Contains(t, stderr, f.Contains)

@@ -60,7 +60,7 @@ func (a *arm64) walkFrom(root, va uint64) (uint64, error) {
 		}
 		at := table + (va>>shift&(1<<bits-1))*8
 		if err := memory.ReadFull(a.phys, buf, at); err != nil {
-			return 0, memory.Fault(orig, space, fmt.Sprintf("%s entry at physical %#x", levelName(l, a.levels), at), err)
+			return 0, entryFault(orig, levelName(l, a.levels), at, err)
 		}
 		e := a.bo.Uint64(buf)
 		switch e & armDescTypeMask {

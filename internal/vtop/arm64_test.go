@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,8 +173,10 @@ func TestARM64(t *testing.T) {
 			// A hole, and a user address.
 			_, err = tr.Translate(modVA + 16*psz)
 			assert.ErrorIs(t, err, ErrNotMapped)
+			walkFault(t, err, modVA+16*psz, "pte")
 			_, err = tr.Translate(0x0000_7fff_0000_0000)
 			assert.ErrorIs(t, err, ErrNotMapped)
+			errshape.Require(t, err, "0x7fff00000000")
 			var fe *memory.FaultError
 			require.ErrorAs(t, err, &fe)
 			assert.Equal(t, uint64(0x0000_7fff_0000_0000), fe.Addr)

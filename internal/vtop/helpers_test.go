@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -135,3 +137,19 @@ func (b *x86Builder) mapPage(va, pa uint64, sizeShift uint) {
 }
 
 func hexs(v uint64) string { return fmt.Sprintf("%x", v) }
+
+// walkFault checks a fault of the page-table walk: a *memory.FaultError
+// at the virtual address va wrapping the *EntryError of the level where
+// the walk stopped, in one line naming both addresses.
+func walkFault(t *testing.T, err error, va uint64, level string) *EntryError {
+	t.Helper()
+	var fe *memory.FaultError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, va, fe.Addr)
+	assert.Equal(t, "kernel virtual", fe.Space)
+	var ee *EntryError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, level, ee.Level)
+	errshape.Require(t, err)
+	return ee
+}

@@ -134,7 +134,7 @@ func newI386(cfg Config) (*translator, error) {
 // escape through memory.Reader and cost an allocation per level).
 func (x *i386) entry(size int, va uint64, level string, at uint64) (uint64, error) {
 	if err := memory.ReadFull(x.phys, x.buf[:size], at); err != nil {
-		return 0, memory.Fault(va, space, fmt.Sprintf("%s entry at physical %#x", level, at), err)
+		return 0, entryFault(va, level, at, err)
 	}
 	if size == 4 {
 		return uint64(x.bo.Uint32(x.buf[:4])), nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -98,8 +99,10 @@ func TestI386(t *testing.T) {
 			}
 			_, err = tr.Translate(0xfff00000)
 			assert.ErrorIs(t, err, ErrNotMapped)
+			errshape.Require(t, err, "0xfff00000")
 			_, err = tr.Translate(1 << 32)
 			assert.ErrorIs(t, err, ErrNotMapped)
+			errshape.Require(t, err, "0x100000000")
 		})
 	}
 	t.Run("unconfirmed", func(t *testing.T) {

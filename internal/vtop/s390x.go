@@ -86,7 +86,7 @@ func (s *s390) walk(va uint64) (uint64, error) {
 		}
 		at := table + idx*8
 		if err := memory.ReadFull(s.phys, buf, at); err != nil {
-			return 0, memory.Fault(va, space, fmt.Sprintf("%s entry at physical %#x", name, at), err)
+			return 0, entryFault(va, name, at, err)
 		}
 		e := binary.BigEndian.Uint64(buf)
 		if l == s390Page {
@@ -99,7 +99,7 @@ func (s *s390) walk(va uint64) (uint64, error) {
 			return 0, notPresent(va, name, e, at)
 		}
 		if tt := int(e&s390EntryTypeMask) >> 2; tt != l-2 {
-			return 0, memory.Fault(va, space, fmt.Sprintf("%s entry %#x at physical %#x has table type %d", name, e, at, tt), memory.ErrCorrupt)
+			return 0, badEntry(va, name, e, at, fmt.Sprintf("has table type %d", tt), memory.ErrCorrupt)
 		}
 		switch {
 		case l == s390Segment && e&s390EntryFC != 0:

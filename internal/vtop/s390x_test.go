@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 	"github.com/stretchr/testify/assert"
@@ -188,14 +189,20 @@ func TestS390XFaults(t *testing.T) {
 	set(s390Root+rtIdx*8, rte&^s390RegionTL|1<<6|1) // TF 1, TL 1: quarter 0 missing
 	_, err = tr.Translate(0x3ff80005000)
 	assert.ErrorIs(t, err, ErrNotMapped)
+	errshape.Require(t, err, "segment table index")
 	// A region-third entry claiming to be of another type.
 	set(s390Root+rtIdx*8, rte&^s390EntryTypeMask|2<<2)
 	_, err = tr.Translate(0x3ff80005000)
 	assert.ErrorIs(t, err, memory.ErrCorrupt)
+	ee := walkFault(t, err, 0x3ff80005000, "region-third table")
+	assert.Equal(t, s390Root+rtIdx*8, ee.Addr)
+	assert.True(t, ee.Read)
 	// A next table that is not in the dump.
 	set(s390Root+rtIdx*8, 0x7f000000|1<<2|3)
 	_, err = tr.Translate(0x3ff80005000)
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
+	ee = walkFault(t, err, 0x3ff80005000, "segment table")
+	assert.False(t, ee.Read)
 	set(s390Root+rtIdx*8, rte)
 	_, err = tr.Translate(0x3ff80005000)
 	require.NoError(t, err)

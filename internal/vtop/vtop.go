@@ -341,7 +341,7 @@ func Verify(t Translator, virtual memory.Reader, n int, vaddrs ...uint64) (compa
 func readEntry(phys memory.Reader, bo binary.ByteOrder, size int, va uint64, level string, at uint64) (uint64, error) {
 	var buf [8]byte
 	if err := memory.ReadFull(phys, buf[:size], at); err != nil {
-		return 0, memory.Fault(va, space, fmt.Sprintf("%s entry at physical %#x", level, at), err)
+		return 0, entryFault(va, level, at, err)
 	}
 	if size == 4 {
 		return uint64(bo.Uint32(buf[:4])), nil
@@ -350,7 +350,7 @@ func readEntry(phys memory.Reader, bo binary.ByteOrder, size int, va uint64, lev
 }
 
 func notPresent(va uint64, level string, entry, at uint64) error {
-	return memory.Fault(va, space, fmt.Sprintf("%s entry %#x at physical %#x not present", level, entry, at), ErrNotMapped)
+	return badEntry(va, level, entry, at, "not present", ErrNotMapped)
 }
 
 func missing(arch, key string) error {

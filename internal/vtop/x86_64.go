@@ -80,7 +80,7 @@ func (x *x86) walkFrom(root, va uint64) (uint64, error) {
 		shift := 12 + 9*uint(l-1)
 		at := table + (va>>shift&511)*8
 		if err := memory.ReadFull(x.phys, buf, at); err != nil {
-			return 0, memory.Fault(va, space, fmt.Sprintf("%s entry at physical %#x", x.level(l), at), err)
+			return 0, entryFault(va, x.level(l), at, err)
 		}
 		e := x.bo.Uint64(buf)
 		if e&x86Present == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 	"github.com/stretchr/testify/assert"
@@ -142,32 +143,35 @@ func TestX86_64Faults(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, vm+0x1000, fe.Addr)
 	assert.Equal(t, "kernel virtual", fe.Space)
-	assert.Contains(t, fe.Op, "pte entry")
+	ee := walkFault(t, err, vm+0x1000, "pte")
+	assert.True(t, ee.Read)
+	assert.Equal(t, "not present", ee.What)
 	assert.ErrorIs(t, err, ErrNotMapped)
 
 	// Non-present PMD (a different 2 MiB region).
 	_, err = tr.Translate(vm + 4<<20)
-	require.ErrorAs(t, err, &fe)
-	assert.Contains(t, fe.Op, "pmd entry")
+	walkFault(t, err, vm+4<<20, "pmd")
 	assert.ErrorIs(t, err, ErrNotMapped)
 
 	// Non-present PGD.
 	_, err = tr.Translate(0xffffd00000000000)
-	require.ErrorAs(t, err, &fe)
-	assert.Contains(t, fe.Op, "pgd entry")
+	walkFault(t, err, 0xffffd00000000000, "pgd")
 
 	// Non-canonical.
 	_, err = tr.Translate(0x8000000000000000)
 	require.ErrorIs(t, err, ErrNotMapped)
-	assert.Contains(t, err.Error(), "non-canonical")
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, uint64(0x8000000000000000), fe.Addr)
+	assert.NotErrorAs(t, err, new(*EntryError), "refused before the walk")
+	errshape.Require(t, err)
 
 	// A PUD entry pointing outside the dump.
 	pgdAt := f.b.root + (uint64(0xffffe00000000000)>>39&511)*8
 	f.m.put64(binary.LittleEndian, pgdAt, 0x7fff0000000|x86Present)
 	_, err = tr.Translate(0xffffe00000000000)
-	require.ErrorAs(t, err, &fe)
-	assert.Equal(t, uint64(0xffffe00000000000), fe.Addr)
-	assert.Contains(t, fe.Op, "pud entry at physical 0x7fff0000000")
+	ee = walkFault(t, err, 0xffffe00000000000, "pud")
+	assert.Equal(t, uint64(0x7fff0000000), ee.Addr)
+	assert.False(t, ee.Read)
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
 
 	// A loop: a PGD entry pointing at the PGD itself ends after 4 levels.
@@ -175,6 +179,7 @@ func TestX86_64Faults(t *testing.T) {
 	f.m.put64(binary.LittleEndian, f.b.root+(loopVA>>39&511)*8, f.b.root|x86Present)
 	_, err = tr.Translate(loopVA)
 	require.Error(t, err)
+	errshape.Require(t, err)
 
 	// A read of a page whose data is missing faults at the virtual address.
 	f.b.mapPage(vm+0x2000, 0x7ff000000, 12)
