@@ -105,7 +105,7 @@ func Open(paths ...string) (*Dump, error) {
 	if err != nil {
 		closeAll()
 		if len(paths) == 1 {
-			return nil, fmt.Errorf("%s: %w", paths[0], err)
+			return nil, &PathError{Path: paths[0], Err: err}
 		}
 		return nil, err
 	}
@@ -331,6 +331,15 @@ func (d *Dump) Notes() []byte { return d.notes }
 // EraseInfo returns makedumpfile's eraseinfo text (header_version 5 and
 // later), nil if none.
 func (d *Dump) EraseInfo() []byte { return d.eraseinfo }
+
+// PathError is an error of Open naming the file it opened.
+type PathError struct {
+	Path string
+	Err  error
+}
+
+func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *PathError) Unwrap() error { return e.Err }
 
 // Close closes the files Open opened. It does nothing for NewDump.
 func (d *Dump) Close() error {

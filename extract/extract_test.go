@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,6 +121,7 @@ func TestExtractCorruptInput(t *testing.T) {
 	assert.ErrorIs(t, err, memory.ErrCorrupt)
 	require.ErrorAs(t, err, &fe)
 	errshape.Require(t, err, trunc) // one line, naming the file and the offset
+	assert.Equal(t, 1, strings.Count(err.Error(), trunc), "the file is named once: %v", err)
 	_, err = os.Stat(out)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 

@@ -50,6 +50,10 @@ var kdumpOpener = opener{
 }
 
 func kdumpErr(err error) error {
+	// Open names the path; vmcore names it once, as for every format.
+	if pe, ok := err.(*diskdump.PathError); ok {
+		err = pe.Err
+	}
 	if errors.Is(err, diskdump.ErrUnrecognizedFormat) {
 		return fmt.Errorf("%w (%w)", ErrUnrecognizedFormat, err)
 	}
