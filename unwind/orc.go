@@ -452,3 +452,38 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 	}
 	return frames, Stop{Err: fmt.Errorf("more than %d frames: %w", opt.MaxFrames, ErrBadFrame)}
 }
+
+// ORCEntry is a decoded orc_entry: how to find the caller's frame at one
+// code address. SPReg and BPReg are ORC_REG_* numbers (SP 5, BP 4, PREV_SP
+// 1, UNDEFINED 0); Type is "call", "regs", "regs_partial", "end" or
+// "undefined".
+type ORCEntry struct {
+	SPReg, BPReg       int
+	SPOffset, BPOffset int16
+	Type               string
+	Signal             bool
+}
+
+// ORCLookup returns the entry covering ip in vmlinux's or, for an address
+// in a module's text, that module's tables (the kernel's orc_find), in
+// the format t names.
+func ORCLookup(kmem memory.Reader, t ORCTables, ip uint64) (ORCEntry, error) {
+	n := (t.IPStop - t.IPStart) / 4
+	if t.IPStop < t.IPStart || n == 0 || n > maxORCEntries {
+		return ORCEntry{}, fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x): %w", t.IPStart, t.IPStop, ErrBadFrame)
+	}
+	w := &orcWalker{kmem: kmem, t: t, format: t.Format, n: n}
+	if t.Header != nil {
+		f, err := ORCFormatForHeader(t.Header)
+		if err != nil {
+			return ORCEntry{}, err
+		}
+		w.format = f
+	}
+	e, err := w.find(ip)
+	if err != nil {
+		return ORCEntry{}, err
+	}
+	kinds := map[int]string{kindCall: "call", kindRegs: "regs", kindIret: "regs_partial", kindEnd: "end", kindUndefined: "undefined"}
+	return ORCEntry{SPReg: e.spReg, BPReg: e.bpReg, SPOffset: e.spOff, BPOffset: e.bpOff, Type: kinds[e.kind], Signal: e.signal}, nil
+}
