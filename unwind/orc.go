@@ -23,6 +23,10 @@ import (
 //   - 6.4 on: sp_reg:4, bp_reg:4, type:3 (UNDEFINED 0, END_OF_STACK 1,
 //     CALL 2, REGS 3, REGS_PARTIAL 4), signal:1.
 //
+// The ORC_REG_* numbers (UNDEFINED 0, PREV_SP 1, DX 2, DI 3, BP 4, SP 5,
+// R10 6, R13 7, BP_INDIRECT 8, SP_INDIRECT 9) have not been renumbered;
+// 7.1 adds AX 10 (a CFA in rax, for Clang's DRAP sequence).
+//
 // Each module has tables of the same layout, reached through struct
 // module's arch member (struct mod_arch_specific: num_orcs, orc_unwind_ip,
 // orc_unwind); the kernel refuses at load time a module whose .orc_header
@@ -88,8 +92,14 @@ type ORCModule struct {
 // format. fe5d32bf… is the SHA-1 of orc_types.h as of 6.4 (3-bit type,
 // signal bit, ORC_REG_UNDEFINED 0 … ORC_REG_SP_INDIRECT 9, ORC_REG_MAX
 // 15), computed from that header and matching a Debian 6.12 dump's
-// __start_orc_header.
+// __start_orc_header. edfa4d15… is the same header plus
+// "#define ORC_REG_AX 10" (upstream 96f3b16a9de5, "objtool: Support Clang
+// RAX DRAP sequence", in the 7.1 cycle per its 7.0/6.12 stable-autosel
+// posting of 20 April 2026):
+// existing numbers unchanged, a new CFA base register, pt_regs->ax. That
+// hash is computed from the patch's diff; no corpus dump carries it yet.
 var orcHashes = map[[20]byte]ORCFormat{
+	{0xed, 0xfa, 0x4d, 0x15, 0x55, 0x2f, 0xdd, 0x2e, 0x1d, 0x56, 0x67, 0x97, 0x28, 0x41, 0x63, 0x79, 0xf2, 0xfe, 0x45, 0x34}: ORC64,
 	{0xfe, 0x5d, 0x32, 0xbf, 0x58, 0x1b, 0xd6, 0x3b, 0x2c, 0xa9, 0xa5, 0xc6, 0x5b, 0xa5, 0xa6, 0x25, 0xea, 0xb3, 0xfe, 0x24}: ORC64,
 }
 
@@ -109,7 +119,7 @@ func ORCFormatForHeader(h []byte) (ORCFormat, error) {
 	if f, ok := orcHashes[[20]byte(h)]; ok {
 		return f, nil
 	}
-	return 0, fmt.Errorf("%w: .orc_header hash %x is not one this unwinder decodes (it knows the 6.4 format's fe5d32bf…)", ErrORCFormat, h)
+	return 0, fmt.Errorf("%w: .orc_header hash %x is not one this unwinder decodes (it knows 6.4's fe5d32bf… and 7.1's edfa4d15…)", ErrORCFormat, h)
 }
 
 // MaxModuleORCs bounds a module's num_orcs by its text: an entry starts
@@ -132,6 +142,7 @@ const (
 	orcRegR13        = 7
 	orcRegBPIndirect = 8
 	orcRegSPIndirect = 9
+	orcRegAX         = 10 // 7.1 (and stable backports); never emitted before
 )
 
 type orcEntry struct {
@@ -154,6 +165,7 @@ const (
 	regR13 = 2
 	regBP  = 4
 	regR10 = 7
+	regAX  = 10
 	regDX  = 12
 	regDI  = 14
 	regIP  = 16
@@ -367,8 +379,8 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 			cfa, indirect = sp, true
 		case orcRegBPIndirect:
 			cfa, indirect = bp+uint64(int64(e.spOff)), true
-		case orcRegR10, orcRegR13, orcRegDI, orcRegDX:
-			i := map[int]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX}[e.spReg]
+		case orcRegR10, orcRegR13, orcRegDI, orcRegDX, orcRegAX:
+			i := map[int]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX, orcRegAX: regAX}[e.spReg]
 			if !fromReg(i) {
 				return frames, Stop{Err: fmt.Errorf("ORC entry for %#x needs a register not saved in this frame: %w", ip, ErrBadFrame)}
 			}

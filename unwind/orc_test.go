@@ -245,3 +245,22 @@ func TestORCHeader(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, ORC64, f)
 }
+
+// TestORCRegAX: 7.1's ORC_REG_AX (10) takes the CFA from rax, known in
+// the first frame's registers, and its .orc_header hash is accepted.
+func TestORCRegAX(t *testing.T) {
+	m := testutil.NewSparseMemory()
+	tabs := orcWorld(m, []orcFn{
+		{addr: kText, kind: kindEnd},
+		{addr: kText + 0x100, kind: kindCall, spReg: orcRegAX, spOff: 16}, // a DRAP sequence through rax
+		{addr: kText + 0x200, kind: kindUndefined},
+	}, ORC64)
+	tabs.Header, _ = hex.DecodeString("edfa4d15552fdd2e1d56679728416379f2fe4534")
+	cpu := make([]uint64, 27)
+	rax := uint64(kStack + 0x1000)
+	m.PutU64(rax+8, kText+0x20) // the return address at CFA-8
+	cpu[regIP], cpu[regSP], cpu[regAX] = kText+0x110, kStack+0x800, rax
+	fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+	assert.True(t, stop.Final, "%s", stop)
+	assert.Equal(t, []uint64{kText + 0x110, kText + 0x20}, pcs(fr))
+}
