@@ -2,10 +2,12 @@ package kdumpsyms_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	kdumpsyms "github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/unwind"
@@ -74,4 +76,35 @@ func TestORCModuleTablesCorpus(t *testing.T) {
 			assert.GreaterOrEqual(t, atEntry*100, (funcs-unsaved)*95)
 		})
 	}
+}
+
+// noArch is a layout source without struct mod_arch_specific, as inferred
+// layouts are.
+type noArch struct{}
+
+func (noArch) Describe() string { return "a table without mod_arch_specific" }
+func (noArch) Struct(name string, need ...string) (*btflayout.Struct, error) {
+	return nil, fmt.Errorf("struct %s: %w", name, btflayout.ErrNotFound)
+}
+func (noArch) Enum(name string) (map[string]int64, error) { return nil, btflayout.ErrNotFound }
+
+// TestORCModulesNeedBTF: without the layout of struct mod_arch_specific,
+// vmlinux's tables are still found and the reason module frames cannot be
+// followed names BTF.
+func TestORCModulesNeedBTF(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, testutil.ShortGuest)
+	formats := g.AvailableDumps()
+	if len(formats) == 0 {
+		t.Skipf("no dumps of %s", g.Name)
+	}
+	paths, _ := g.DumpPaths(formats[0])
+	s, err := kdumpsyms.Open(kdumpsyms.Options{Layout: noArch{}}, paths...)
+	require.NoError(t, err)
+	defer s.Close()
+	tabs, err := s.ORCTables()
+	require.NoError(t, err)
+	assert.Empty(t, tabs.Modules)
+	require.Error(t, tabs.ModulesErr)
+	assert.Contains(t, tabs.ModulesErr.Error(), "module frames need BTF")
+	assert.Len(t, tabs.Header, unwind.ORCHeaderSize, "6.12 has .orc_header")
 }
