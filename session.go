@@ -71,6 +71,8 @@ type Session struct {
 	modErr  error
 
 	pseudoSt pseudoState // ftrace, bpf, kprobes (session_bpf.go)
+
+	orcSt orcState // the modules' ORC tables (session_unwind.go)
 }
 
 // Open opens the dump in paths (one file, or the parts of a split dump) and

@@ -1,10 +1,13 @@
 package kdumpsyms
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/unwind"
 )
 
@@ -28,7 +31,7 @@ var (
 // Unwind walks the kernel stack of a CPU whose registers, in PRSTATUS's
 // order, are regs (vmcore.CPU.Regs), with what the kernel keeps without
 // debug info: frame records on arm64 and i386, the back chain on s390x,
-// vmlinux's ORC tables on x86_64 (found through the kernel's symbols). The
+// vmlinux's and the modules' ORC tables on x86_64 (see ORCTables). The
 // frames found are returned with why the walk stopped; an architecture with
 // no unwinder gives no frames and an error wrapping errors.ErrUnsupported.
 func (s *Session) Unwind(regs []uint64) Stack {
@@ -88,8 +91,24 @@ func (s *Session) Unwind(regs []uint64) Stack {
 
 // unwindORC walks an x86_64 stack with vmlinux's ORC tables, found by their
 // symbols (kallsyms has them with CONFIG_KALLSYMS_ALL, Debian's default),
-// in the entry layout OSRELEASE names.
+// and the modules' (through struct module's arch, offsets from BTF), in
+// the entry layout .orc_header names, else the one OSRELEASE names.
 func (s *Session) unwindORC(regs []uint64, kernelStart uint64) Stack {
+	t, err := s.ORCTables()
+	if err != nil {
+		return Stack{Stop: unwind.Stop{Err: err}}
+	}
+	kmem, _ := s.Kernel()
+	frames, stop := unwind.ORC(kmem, regs, t, unwind.Options{KernelStart: kernelStart})
+	return Stack{Unwinder: "ORC", Frames: frames, Stop: stop}
+}
+
+// ORCTables returns where an x86_64 kernel's ORC tables are: vmlinux's,
+// by their symbols, the .orc_header hash where the kernel has one, the
+// format OSRELEASE implies, and the modules' tables (ModulesErr says why
+// they are absent: they need BTF). An .orc_header of the wrong size is an
+// error wrapping unwind.ErrORCFormat.
+func (s *Session) ORCTables() (unwind.ORCTables, error) {
 	var t unwind.ORCTables
 	for _, v := range []struct {
 		name string
@@ -97,7 +116,7 @@ func (s *Session) unwindORC(regs []uint64, kernelStart uint64) Stack {
 	}{{"__start_orc_unwind_ip", &t.IPStart}, {"__stop_orc_unwind_ip", &t.IPStop}, {"__start_orc_unwind", &t.Entries}} {
 		sym, err := s.chain.LookupName(v.name)
 		if err != nil {
-			return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: the ORC tables are not found: %w", err)}}
+			return t, fmt.Errorf("kdumpsyms: the ORC tables are not found: %w", err)
 		}
 		*v.addr = sym.Addr
 	}
@@ -106,7 +125,99 @@ func (s *Session) unwindORC(regs []uint64, kernelStart uint64) Stack {
 		fmt.Sscanf(in.OSRelease(), "%d.%d", &maj, &min)
 		t.Format = unwind.ORCFormatFor(maj, min)
 	}
-	kmem, _ := s.Kernel()
-	frames, stop := unwind.ORC(kmem, regs, t, unwind.Options{KernelStart: kernelStart})
-	return Stack{Unwinder: "ORC", Frames: frames, Stop: stop}
+	kmem, err := s.Kernel()
+	if err != nil {
+		return t, fmt.Errorf("kdumpsyms: unwind: %w", err)
+	}
+	if hs, err := s.chain.LookupName("__start_orc_header"); err == nil {
+		he, err := s.chain.LookupName("__stop_orc_header")
+		if err != nil || he.Addr-hs.Addr != unwind.ORCHeaderSize {
+			return t, fmt.Errorf("kdumpsyms: .orc_header [%#x, %#x) is not the %d-byte hash of the ORC format: %w", hs.Addr, he.Addr, unwind.ORCHeaderSize, unwind.ErrORCFormat)
+		}
+		t.Header = make([]byte, unwind.ORCHeaderSize)
+		if err := memory.ReadFull(kmem, t.Header, hs.Addr); err != nil {
+			return t, fmt.Errorf("kdumpsyms: reading .orc_header: %w", err)
+		}
+	}
+	t.Modules, t.ModulesErr = s.orcModules()
+	return t, nil
+}
+
+// orcState holds the modules' ORC tables, read once.
+type orcState struct {
+	once sync.Once
+	mods []unwind.ORCModule
+	err  error
+}
+
+// orcModules reads each module's ORC tables: struct module's arch member,
+// a struct mod_arch_specific { unsigned int num_orcs; int *orc_unwind_ip;
+// struct orc_entry *orc_unwind; } (CONFIG_UNWINDER_ORC), one ORCModule per
+// text region. Its offsets come from the dump's BTF; inferred layouts do
+// not find them, so without BTF the error says module frames need it.
+func (s *Session) orcModules() ([]unwind.ORCModule, error) {
+	st := &s.orcSt
+	st.once.Do(func() {
+		const need = "module frames need BTF (struct module's arch, struct mod_arch_specific)"
+		src, err := s.layout()
+		if err != nil {
+			st.err = fmt.Errorf("%s: %w", need, err)
+			return
+		}
+		mod, err := src.Struct("module", "arch")
+		if err != nil {
+			st.err = fmt.Errorf("%s: %w", need, err)
+			return
+		}
+		ma, err := src.Struct("mod_arch_specific", "num_orcs", "orc_unwind_ip", "orc_unwind")
+		if err != nil {
+			st.err = fmt.Errorf("%s: %w", need, err)
+			return
+		}
+		arch, _ := mod.Field("arch")
+		num, _ := ma.Field("num_orcs")
+		ip, _ := ma.Field("orc_unwind_ip")
+		ent, _ := ma.Field("orc_unwind")
+		size := ma.End()
+		if size > 64 || num.Offset+4 > size || ip.Offset+8 > size || ent.Offset+8 > size {
+			st.err = fmt.Errorf("struct mod_arch_specific of %d bytes: %w", size, memory.ErrCorrupt)
+			return
+		}
+		set, err := s.Modules()
+		if set == nil {
+			st.err = fmt.Errorf("the module list: %w", err)
+			return
+		}
+		kmem, _ := s.Kernel()
+		le := binary.LittleEndian
+		var b [64]byte
+		var bad []error
+		for _, m := range set.Modules() {
+			if err := memory.ReadFull(kmem, b[:size], m.Addr+arch.Offset); err != nil {
+				bad = append(bad, fmt.Errorf("module %s: arch: %w", m.Name, err))
+				continue
+			}
+			var text uint64
+			for _, r := range m.Regions {
+				text += r.TextSize
+			}
+			om := unwind.ORCModule{
+				Name:     m.Name,
+				N:        uint64(le.Uint32(b[num.Offset:])),
+				IP:       le.Uint64(b[ip.Offset:]),
+				Entries:  le.Uint64(b[ent.Offset:]),
+				TextSize: text,
+			}
+			for _, r := range m.Regions {
+				if r.TextSize > 0 && r.Base+r.TextSize > r.Base {
+					om.Start, om.End = r.Base, r.Base+r.TextSize
+					st.mods = append(st.mods, om)
+				}
+			}
+		}
+		if len(st.mods) == 0 {
+			st.err = errors.Join(bad...)
+		}
+	})
+	return st.mods, st.err
 }

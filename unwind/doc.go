@@ -13,16 +13,18 @@
 // Each stop says why.
 //
 // ORC walks x86_64 kernels built with the ORC unwinder (Debian's), which
-// keep no frame pointers, with vmlinux's own ORC tables from the dump
-// (orc.go): calls, pt_regs of interrupts and exceptions, iret frames, in
-// the three entry layouts of 4.14–6.2, 6.3 and 6.4 on. Module ORC tables
-// are not read: a module address ends the walk, said so. BackChainS390
-// walks s390x's back chain.
+// keep no frame pointers, with the kernel's own ORC tables from the dump
+// (orc.go), vmlinux's and each module's: calls, pt_regs of interrupts and
+// exceptions, iret frames, in the three entry layouts of 4.14–6.2, 6.3 and
+// 6.4 on, checked against the .orc_header hash where the kernel has one
+// (an unknown hash is refused, not guessed at). BackChainS390 walks
+// s390x's back chain.
 //
 // # Security
 //
 // Built for untrusted input, and fuzzed: each walk reads a few words a
-// frame (ORC: a binary search of at most 2^24 entries), visits at most
+// frame (ORC: a binary search of at most 2^24 entries; a module's num_orcs
+// is checked against its text size first), visits at most
 // MaxFrames frames, and requires the stack to grow within one stack, with
 // at most MaxStacks moves between stacks, so a loop of frames ends.
 package unwind

@@ -74,8 +74,18 @@ func FuzzORC(f *testing.F) {
 		if len(img) > 8192 {
 			mem.Write(kStack, img[8192:])
 		}
-		for _, format := range []ORCFormat{ORCBefore63, ORC64} {
-			tabs.Format = format
+		// The same tables also serve as a module's, over part of the text,
+		// with a num_orcs taken from the edits.
+		nMod := uint64(5)
+		if len(edits) > 0 {
+			nMod = uint64(edits[0]) * 997
+		}
+		mod := []ORCModule{{Name: "m", Start: kText + 0x100, End: kText + 0x380, IP: orcIP, Entries: orcTab, N: nMod}}
+		for i, format := range []ORCFormat{ORCBefore63, ORC64, ORC64} {
+			tabs.Format, tabs.Modules = format, nil
+			if i == 2 {
+				tabs.Modules = mod
+			}
 			cpu := make([]uint64, 27)
 			cpu[regIP], cpu[regSP] = kText+0x210, sp
 			fr, stop := ORC(mem, cpu, tabs, Options{KernelStart: kText, MaxFrames: 64})

@@ -23,7 +23,21 @@ import (
 //   - 6.4 on: sp_reg:4, bp_reg:4, type:3 (UNDEFINED 0, END_OF_STACK 1,
 //     CALL 2, REGS 3, REGS_PARTIAL 4), signal:1.
 //
-// Only vmlinux's tables are read: addresses in modules end the walk.
+// The ORC_REG_* numbers (UNDEFINED 0, PREV_SP 1, DX 2, DI 3, BP 4, SP 5,
+// R10 6, R13 7, BP_INDIRECT 8, SP_INDIRECT 9) have not been renumbered;
+// 7.1 adds AX 10 (a CFA in rax, for Clang's DRAP sequence).
+//
+// Each module has tables of the same layout, reached through struct
+// module's arch member (struct mod_arch_specific: num_orcs, orc_unwind_ip,
+// orc_unwind); the kernel refuses at load time a module whose .orc_header
+// differs from vmlinux's, so one format serves both.
+//
+// Since 6.4 (commit "x86/unwind/orc: Add ELF section with ORC version
+// identifier"), vmlinux's .orc_header (__start_orc_header) holds 20 bytes:
+// the SHA-1 of orc_types.h's ORC_REG_* and ORC_TYPE_* lines and struct
+// orc_entry (scripts/orc_hash.sh). A hash names the entry format and the
+// register numbering exactly; ORC refuses one it does not know rather
+// than guess, and uses the release only for kernels without the header.
 
 // ORCFormat is the orc_entry layout of a kernel.
 type ORCFormat int
@@ -49,8 +63,69 @@ func ORCFormatFor(major, minor int) ORCFormat {
 // __start_orc_unwind_ip, __stop_orc_unwind_ip and __start_orc_unwind.
 type ORCTables struct {
 	IPStart, IPStop, Entries uint64
-	Format                   ORCFormat
+	// Format is the entry layout, from the release; Header, when set,
+	// overrides it.
+	Format ORCFormat
+	// Header is the 20-byte hash of .orc_header (6.4+), nil for kernels
+	// without one.
+	Header []byte
+	// Modules are the modules' tables, one per text region; ModulesErr
+	// says why they are absent (it is reported when a frame is in none
+	// of them and not in vmlinux's).
+	Modules    []ORCModule
+	ModulesErr error
 }
+
+// ORCModule is one module's ORC tables for one of its text regions
+// [Start, End): N entries of orc_unwind_ip at IP, of orc_unwind at
+// Entries (the module's arch.orc_unwind_ip, arch.orc_unwind, num_orcs).
+type ORCModule struct {
+	Name           string
+	Start, End     uint64
+	IP, Entries, N uint64
+	// TextSize is the module's whole text (all its text regions share
+	// one table); 0 means End-Start.
+	TextSize uint64
+}
+
+// orcHashes maps the .orc_header hashes this package decodes to their
+// format. fe5d32bf… is the SHA-1 of orc_types.h as of 6.4 (3-bit type,
+// signal bit, ORC_REG_UNDEFINED 0 … ORC_REG_SP_INDIRECT 9, ORC_REG_MAX
+// 15), computed from that header and matching a Debian 6.12 dump's
+// __start_orc_header. edfa4d15… is the same header plus
+// "#define ORC_REG_AX 10" (upstream 96f3b16a9de5, "objtool: Support Clang
+// RAX DRAP sequence", in the 7.1 cycle per its 7.0/6.12 stable-autosel
+// posting of 20 April 2026):
+// existing numbers unchanged, a new CFA base register, pt_regs->ax. That
+// hash is computed from the patch's diff; no corpus dump carries it yet.
+var orcHashes = map[[20]byte]ORCFormat{
+	{0xed, 0xfa, 0x4d, 0x15, 0x55, 0x2f, 0xdd, 0x2e, 0x1d, 0x56, 0x67, 0x97, 0x28, 0x41, 0x63, 0x79, 0xf2, 0xfe, 0x45, 0x34}: ORC64,
+	{0xfe, 0x5d, 0x32, 0xbf, 0x58, 0x1b, 0xd6, 0x3b, 0x2c, 0xa9, 0xa5, 0xc6, 0x5b, 0xa5, 0xa6, 0x25, 0xea, 0xb3, 0xfe, 0x24}: ORC64,
+}
+
+// ORCHeaderSize is the length of .orc_header's hash.
+const ORCHeaderSize = 20
+
+// ErrORCFormat means the kernel's .orc_header names an ORC entry format
+// this package does not know.
+var ErrORCFormat = errors.New("unwind: unknown ORC entry format")
+
+// ORCFormatForHeader returns the format the .orc_header hash h names, or
+// an error wrapping ErrORCFormat that gives the hash.
+func ORCFormatForHeader(h []byte) (ORCFormat, error) {
+	if len(h) != ORCHeaderSize {
+		return 0, fmt.Errorf("%w: .orc_header of %d bytes, want %d", ErrORCFormat, len(h), ORCHeaderSize)
+	}
+	if f, ok := orcHashes[[20]byte(h)]; ok {
+		return f, nil
+	}
+	return 0, fmt.Errorf("%w: .orc_header hash %x is not one this unwinder decodes (it knows 6.4's fe5d32bf… and 7.1's edfa4d15…)", ErrORCFormat, h)
+}
+
+// MaxModuleORCs bounds a module's num_orcs by its text: an entry starts
+// at a distinct code address, plus a terminator per text section; the
+// slack covers the sections.
+func MaxModuleORCs(textSize uint64) uint64 { return min(textSize+256, maxORCEntries) }
 
 // maxORCEntries bounds the tables: a 6.12 Debian vmlinux has about 450,000
 // entries; 2^24 leaves room for any real kernel.
@@ -67,6 +142,7 @@ const (
 	orcRegR13        = 7
 	orcRegBPIndirect = 8
 	orcRegSPIndirect = 9
+	orcRegAX         = 10 // 7.1 (and stable backports); never emitted before
 )
 
 type orcEntry struct {
@@ -89,6 +165,7 @@ const (
 	regR13 = 2
 	regBP  = 4
 	regR10 = 7
+	regAX  = 10
 	regDX  = 12
 	regDI  = 14
 	regIP  = 16
@@ -102,32 +179,68 @@ const (
 var ErrNoORC = errors.New("unwind: no ORC entry")
 
 type orcWalker struct {
-	kmem memory.Reader
-	t    ORCTables
-	n    uint64
+	kmem   memory.Reader
+	t      ORCTables
+	format ORCFormat
+	n      uint64
 }
 
-func (w *orcWalker) ipAt(i uint64) (uint64, error) {
-	a := w.t.IPStart + 4*i
+// orcTable is one table to search: vmlinux's or a module's.
+type orcTable struct {
+	name        string // "" for vmlinux
+	ip, entries uint64
+	n           uint64
+}
+
+func (w *orcWalker) ipAt(t orcTable, i uint64) (uint64, error) {
+	a := t.ip + 4*i
 	v, err := memory.Uint32(w.kmem, binary.LittleEndian, a)
 	return a + uint64(int64(int32(v))), err
 }
 
-// find returns the entry covering ip: the last one whose address is <= ip.
+// find returns the entry covering ip: the last one whose address is <= ip
+// (as the kernel's __orc_find), in the table of the module whose text
+// holds ip, else in vmlinux's.
 func (w *orcWalker) find(ip uint64) (orcEntry, error) {
-	lo, hi := uint64(0), w.n // the answer is in [lo, hi)
-	first, err := w.ipAt(0)
+	t := orcTable{ip: w.t.IPStart, entries: w.t.Entries, n: w.n}
+	for _, m := range w.t.Modules {
+		if ip >= m.Start && ip < m.End {
+			text := m.TextSize
+			if text == 0 {
+				text = m.End - m.Start
+			}
+			if m.N > MaxModuleORCs(text) {
+				// A num_orcs no text of this size could need: damage,
+				// not a table to search.
+				return orcEntry{}, fmt.Errorf("%#x [%s]: num_orcs %d for %d bytes of text: %w", ip, m.Name, m.N, text, ErrBadFrame)
+			}
+			t = orcTable{name: m.Name, ip: m.IP, entries: m.Entries, n: m.N}
+			break
+		}
+	}
+	where := ""
+	if t.name != "" {
+		where = " [" + t.name + "]"
+	}
+	if t.n == 0 {
+		return orcEntry{}, fmt.Errorf("%#x%s: the module has no ORC entries: %w", ip, where, ErrNoORC)
+	}
+	lo, hi := uint64(0), t.n // the answer is in [lo, hi)
+	first, err := w.ipAt(t, 0)
 	if err != nil {
-		return orcEntry{}, fmt.Errorf("orc_unwind_ip: %w", err)
+		return orcEntry{}, fmt.Errorf("orc_unwind_ip%s: %w", where, err)
 	}
 	if ip < first {
-		return orcEntry{}, fmt.Errorf("%#x: %w", ip, ErrNoORC)
+		if t.name == "" && w.t.ModulesErr != nil {
+			return orcEntry{}, fmt.Errorf("%#x: %w (no module's tables: %w)", ip, ErrNoORC, w.t.ModulesErr)
+		}
+		return orcEntry{}, fmt.Errorf("%#x%s: %w", ip, where, ErrNoORC)
 	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		a, err := w.ipAt(mid)
+		a, err := w.ipAt(t, mid)
 		if err != nil {
-			return orcEntry{}, fmt.Errorf("orc_unwind_ip: %w", err)
+			return orcEntry{}, fmt.Errorf("orc_unwind_ip%s: %w", where, err)
 		}
 		if a <= ip {
 			lo = mid
@@ -135,16 +248,20 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 			hi = mid
 		}
 	}
-	if lo == w.n-1 {
+	if lo == t.n-1 && t.name == "" {
 		// The last entry is the end of the text (a terminator): nothing
-		// past it is covered.
-		if last, _ := w.ipAt(lo); ip != last {
+		// past it is covered. (A module's text region bounds its lookups;
+		// its own terminators decode as undefined entries.)
+		if last, _ := w.ipAt(t, lo); ip != last {
+			if w.t.ModulesErr != nil {
+				return orcEntry{}, fmt.Errorf("%#x past the last ORC address: %w (no module's tables: %w)", ip, ErrNoORC, w.t.ModulesErr)
+			}
 			return orcEntry{}, fmt.Errorf("%#x past the last ORC address: %w", ip, ErrNoORC)
 		}
 	}
 	var b [6]byte
-	if err := memory.ReadFull(w.kmem, b[:], w.t.Entries+6*lo); err != nil {
-		return orcEntry{}, fmt.Errorf("orc_unwind entry %d: %w", lo, err)
+	if err := memory.ReadFull(w.kmem, b[:], t.entries+6*lo); err != nil {
+		return orcEntry{}, fmt.Errorf("orc_unwind%s entry %d: %w", where, lo, err)
 	}
 	bits := binary.LittleEndian.Uint16(b[4:])
 	e := orcEntry{
@@ -153,7 +270,7 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 		spReg: int(bits & 15),
 		bpReg: int(bits >> 4 & 15),
 	}
-	switch w.t.Format {
+	switch w.format {
 	case ORC64:
 		e.signal = bits>>11&1 != 0
 		switch bits >> 8 & 7 {
@@ -175,7 +292,7 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 		if e.kind == 3 {
 			e.kind = kindUndefined
 		}
-		if w.t.Format == ORC63 {
+		if w.format == ORC63 {
 			e.signal = bits>>10&1 != 0
 			e.endBit = bits>>11&1 != 0
 		} else {
@@ -213,7 +330,14 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 	if t.IPStop < t.IPStart || (t.IPStop-t.IPStart)%4 != 0 || (t.IPStop-t.IPStart)/4 == 0 || (t.IPStop-t.IPStart)/4 > maxORCEntries {
 		return nil, Stop{Err: fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x) is not a table of 1 to %d entries: %w", t.IPStart, t.IPStop, maxORCEntries, ErrBadFrame)}
 	}
-	w := &orcWalker{kmem: kmem, t: t, n: (t.IPStop - t.IPStart) / 4}
+	w := &orcWalker{kmem: kmem, t: t, format: t.Format, n: (t.IPStop - t.IPStart) / 4}
+	if t.Header != nil {
+		f, err := ORCFormatForHeader(t.Header)
+		if err != nil {
+			return nil, Stop{Err: err}
+		}
+		w.format = f
+	}
 	var full [nRegs]uint64 // the registers known in full: the first frame's, or a pt_regs'
 	copy(full[:], regs)
 	haveFull := true
@@ -255,8 +379,8 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 			cfa, indirect = sp, true
 		case orcRegBPIndirect:
 			cfa, indirect = bp+uint64(int64(e.spOff)), true
-		case orcRegR10, orcRegR13, orcRegDI, orcRegDX:
-			i := map[int]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX}[e.spReg]
+		case orcRegR10, orcRegR13, orcRegDI, orcRegDX, orcRegAX:
+			i := map[int]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX, orcRegAX: regAX}[e.spReg]
 			if !fromReg(i) {
 				return frames, Stop{Err: fmt.Errorf("ORC entry for %#x needs a register not saved in this frame: %w", ip, ErrBadFrame)}
 			}
@@ -339,4 +463,39 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 		}
 	}
 	return frames, Stop{Err: fmt.Errorf("more than %d frames: %w", opt.MaxFrames, ErrBadFrame)}
+}
+
+// ORCEntry is a decoded orc_entry: how to find the caller's frame at one
+// code address. SPReg and BPReg are ORC_REG_* numbers (SP 5, BP 4, PREV_SP
+// 1, UNDEFINED 0); Type is "call", "regs", "regs_partial", "end" or
+// "undefined".
+type ORCEntry struct {
+	SPReg, BPReg       int
+	SPOffset, BPOffset int16
+	Type               string
+	Signal             bool
+}
+
+// ORCLookup returns the entry covering ip in vmlinux's or, for an address
+// in a module's text, that module's tables (the kernel's orc_find), in
+// the format t names.
+func ORCLookup(kmem memory.Reader, t ORCTables, ip uint64) (ORCEntry, error) {
+	n := (t.IPStop - t.IPStart) / 4
+	if t.IPStop < t.IPStart || n == 0 || n > maxORCEntries {
+		return ORCEntry{}, fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x): %w", t.IPStart, t.IPStop, ErrBadFrame)
+	}
+	w := &orcWalker{kmem: kmem, t: t, format: t.Format, n: n}
+	if t.Header != nil {
+		f, err := ORCFormatForHeader(t.Header)
+		if err != nil {
+			return ORCEntry{}, err
+		}
+		w.format = f
+	}
+	e, err := w.find(ip)
+	if err != nil {
+		return ORCEntry{}, err
+	}
+	kinds := map[int]string{kindCall: "call", kindRegs: "regs", kindIret: "regs_partial", kindEnd: "end", kindUndefined: "undefined"}
+	return ORCEntry{SPReg: e.spReg, BPReg: e.bpReg, SPOffset: e.spOff, BPOffset: e.bpOff, Type: kinds[e.kind], Signal: e.signal}, nil
 }

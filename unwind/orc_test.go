@@ -1,7 +1,10 @@
 package unwind
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/hex"
+	"errors"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
@@ -138,4 +141,126 @@ func TestORCFormatFor(t *testing.T) {
 	assert.Equal(t, ORC64, ORCFormatFor(6, 12))
 	assert.Equal(t, ORC64, ORCFormatFor(7, 0))
 
+}
+
+// orcModWorld writes a module's tables for fns at ip and tab.
+func orcModWorld(m *testutil.SparseMemory, name string, start, end, ip, tab uint64, fns []orcFn) ORCModule {
+	for i, fn := range fns {
+		slot := ip + 4*uint64(i)
+		m.PutU32(slot, uint32(int32(int64(fn.addr-slot))))
+		t := map[int]uint16{kindUndefined: 0, kindEnd: 1, kindCall: 2, kindRegs: 3, kindIret: 4}[fn.kind]
+		var b [6]byte
+		binary.LittleEndian.PutUint16(b[0:], uint16(fn.spOff))
+		binary.LittleEndian.PutUint16(b[2:], uint16(fn.bpOff))
+		binary.LittleEndian.PutUint16(b[4:], uint16(fn.spReg)|uint16(fn.bpReg)<<4|t<<8)
+		m.Write(tab+6*uint64(i), b[:])
+	}
+	return ORCModule{Name: name, Start: start, End: end, IP: ip, Entries: tab, N: uint64(len(fns))}
+}
+
+// TestORCModules: a walk from vmlinux's code into one module's, through
+// a second module's, back to vmlinux, each frame found in the table of
+// the module whose text holds it.
+func TestORCModules(t *testing.T) {
+	const (
+		modA = 0xffffffffc0001000 // text [modA, modA+0x1000)
+		modB = 0xffffffffc0010000 // text [modB, modB+0x2000)
+	)
+	m := testutil.NewSparseMemory()
+	tabs := orcWorld(m, []orcFn{
+		{addr: kText, kind: kindEnd},                                     // the stack's bottom
+		{addr: kText + 0x100, kind: kindCall, spReg: orcRegSP, spOff: 8}, // calls into modB
+		{addr: kText + 0x200, kind: kindUndefined},
+	}, ORC64)
+	// Module A: one frameless function calling into module B.
+	a := orcModWorld(m, "a", modA, modA+0x1000, 0xffffffffc0008000, 0xffffffffc0009000, []orcFn{
+		{addr: modA, kind: kindCall, spReg: orcRegSP, spOff: 16},
+		{addr: modA + 0x800, kind: kindUndefined},
+	})
+	// Module B: an rbp-based function.
+	b := orcModWorld(m, "b", modB, modB+0x2000, 0xffffffffc0018000, 0xffffffffc0019000, []orcFn{
+		{addr: modB, kind: kindCall, spReg: orcRegSP, spOff: 8},
+		{addr: modB + 0x400, kind: kindCall, spReg: orcRegBP, spOff: 16, bpReg: orcRegPrevSP, bpOff: -16},
+		{addr: modB + 0x1000, kind: kindUndefined},
+	})
+	tabs.Modules = []ORCModule{b, a}
+	// The CPU is in module A (sp-based, CFA = sp+16), called from module
+	// B's rbp-based function, called from vmlinux at kText+0x100, called
+	// from the end-of-stack code.
+	sp := uint64(kStack + 0x2000)
+	m.PutU64(sp+8, modB+0x410)     // return into B
+	rbp := uint64(kStack + 0x2040) // B's frame
+	m.PutU64(rbp, kStack+0x2100)   // B's saved rbp
+	m.PutU64(rbp+8, kText+0x110)   // return into vmlinux
+	m.PutU64(rbp+16, kText+0x010)  // vmlinux's frameless function's return
+	cpu := make([]uint64, 27)
+	cpu[regIP], cpu[regSP], cpu[regBP] = modA+0x20, sp, rbp
+	fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+	assert.True(t, stop.Final, "%s", stop)
+	assert.Equal(t, []uint64{modA + 0x20, modB + 0x410, kText + 0x110, kText + 0x010}, pcs(fr))
+
+	t.Run("bad num_orcs", func(t *testing.T) {
+		bad := tabs
+		bad.Modules = []ORCModule{b, a}
+		bad.Modules[1].N = 1 << 40 // far more entries than 4 KiB of text could have
+		fr, stop := ORC(m, cpu, bad, Options{KernelStart: kText})
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Contains(t, stop.Err.Error(), "num_orcs")
+		assert.Len(t, fr, 1)
+	})
+	t.Run("no module tables", func(t *testing.T) {
+		none := tabs
+		none.Modules, none.ModulesErr = nil, errors.New("module frames need BTF")
+		_, stop := ORC(m, cpu, none, Options{KernelStart: kText})
+		assert.ErrorIs(t, stop.Err, ErrNoORC)
+		assert.Contains(t, stop.Err.Error(), "module frames need BTF")
+	})
+}
+
+func TestORCHeader(t *testing.T) {
+	m := testutil.NewSparseMemory()
+	tabs := orcWorld(m, []orcFn{
+		{addr: kText, kind: kindEnd},
+		{addr: kText + 0x200, kind: kindUndefined},
+	}, ORC64)
+	cpu := make([]uint64, 27)
+	cpu[regIP], cpu[regSP] = kText+0x10, kStack+0x100
+	known := []byte{0xfe, 0x5d, 0x32, 0xbf, 0x58, 0x1b, 0xd6, 0x3b, 0x2c, 0xa9, 0xa5, 0xc6, 0x5b, 0xa5, 0xa6, 0x25, 0xea, 0xb3, 0xfe, 0x24}
+	// The header wins over a release's format: the table is in the 6.4
+	// format, the release says older.
+	tabs.Format, tabs.Header = ORCBefore63, known
+	_, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+	assert.True(t, stop.Final, "%s", stop)
+
+	unknown := bytes.Repeat([]byte{0xab}, 20)
+	tabs.Header = unknown
+	fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+	assert.ErrorIs(t, stop.Err, ErrORCFormat)
+	assert.Contains(t, stop.Err.Error(), hex.EncodeToString(unknown))
+	assert.Empty(t, fr)
+
+	_, err := ORCFormatForHeader(known[:19])
+	assert.ErrorIs(t, err, ErrORCFormat)
+	f, err := ORCFormatForHeader(known)
+	assert.NoError(t, err)
+	assert.Equal(t, ORC64, f)
+}
+
+// TestORCRegAX: 7.1's ORC_REG_AX (10) takes the CFA from rax, known in
+// the first frame's registers, and its .orc_header hash is accepted.
+func TestORCRegAX(t *testing.T) {
+	m := testutil.NewSparseMemory()
+	tabs := orcWorld(m, []orcFn{
+		{addr: kText, kind: kindEnd},
+		{addr: kText + 0x100, kind: kindCall, spReg: orcRegAX, spOff: 16}, // a DRAP sequence through rax
+		{addr: kText + 0x200, kind: kindUndefined},
+	}, ORC64)
+	tabs.Header, _ = hex.DecodeString("edfa4d15552fdd2e1d56679728416379f2fe4534")
+	cpu := make([]uint64, 27)
+	rax := uint64(kStack + 0x1000)
+	m.PutU64(rax+8, kText+0x20) // the return address at CFA-8
+	cpu[regIP], cpu[regSP], cpu[regAX] = kText+0x110, kStack+0x800, rax
+	fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+	assert.True(t, stop.Final, "%s", stop)
+	assert.Equal(t, []uint64{kText + 0x110, kText + 0x20}, pcs(fr))
 }
