@@ -139,7 +139,7 @@ func (s *Session) ORCTables() (unwind.ORCTables, error) {
 			return t, fmt.Errorf("kdumpsyms: reading .orc_header: %w", err)
 		}
 	}
-	t.Modules, t.ModulesErr = s.orcModules()
+	t.LoadModules = s.orcModules
 	return t, nil
 }
 

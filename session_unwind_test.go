@@ -43,6 +43,9 @@ func TestORCModuleTablesCorpus(t *testing.T) {
 			if !g.ExpectModules() {
 				return
 			}
+			// The module tables are read on first need; ask for them.
+			require.NotNil(t, tabs.LoadModules)
+			tabs.Modules, tabs.ModulesErr = tabs.LoadModules()
 			require.NoError(t, tabs.ModulesErr)
 			require.NotEmpty(t, tabs.Modules)
 			kmem, err := s.Kernel()
@@ -103,6 +106,8 @@ func TestORCModulesNeedBTF(t *testing.T) {
 	defer s.Close()
 	tabs, err := s.ORCTables()
 	require.NoError(t, err)
+	require.NotNil(t, tabs.LoadModules)
+	tabs.Modules, tabs.ModulesErr = tabs.LoadModules()
 	assert.Empty(t, tabs.Modules)
 	require.Error(t, tabs.ModulesErr)
 	assert.Contains(t, tabs.ModulesErr.Error(), "module frames need BTF")

@@ -74,6 +74,10 @@ type ORCTables struct {
 	// of them and not in vmlinux's).
 	Modules    []ORCModule
 	ModulesErr error
+	// LoadModules, when set and Modules and ModulesErr are not, gives them
+	// on first need: a walk that never leaves vmlinux's text never reads
+	// the module list (and the BTF its layout needs).
+	LoadModules func() ([]ORCModule, error)
 }
 
 // ORCModule is one module's ORC tables for one of its text regions
@@ -198,11 +202,26 @@ func (w *orcWalker) ipAt(t orcTable, i uint64) (uint64, error) {
 	return a + uint64(int64(int32(v))), err
 }
 
+// inVmlinux reports whether ip lies between vmlinux's first and last ORC
+// addresses (where no module's text can be); unreadable ends count as no.
+func (w *orcWalker) inVmlinux(t orcTable, ip uint64) bool {
+	if t.n == 0 {
+		return false
+	}
+	first, err1 := w.ipAt(t, 0)
+	last, err2 := w.ipAt(t, t.n-1)
+	return err1 == nil && err2 == nil && ip >= first && ip <= last
+}
+
 // find returns the entry covering ip: the last one whose address is <= ip
 // (as the kernel's __orc_find), in the table of the module whose text
 // holds ip, else in vmlinux's.
 func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 	t := orcTable{ip: w.t.IPStart, entries: w.t.Entries, n: w.n}
+	if w.t.LoadModules != nil && w.t.Modules == nil && w.t.ModulesErr == nil && !w.inVmlinux(t, ip) {
+		w.t.Modules, w.t.ModulesErr = w.t.LoadModules()
+		w.t.LoadModules = nil
+	}
 	for _, m := range w.t.Modules {
 		if ip >= m.Start && ip < m.End {
 			text := m.TextSize
