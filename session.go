@@ -100,7 +100,7 @@ func (s *Session) buildChain() (*symfinder.Chain, error) {
 			}
 			return r.Finder(), nil
 		}},
-		&loadingFinder{name: FinderModules, load: func() (symfinder.Finder, error) {
+		&loadingFinder{name: FinderModules, outside: s.outsideModuleArea, load: func() (symfinder.Finder, error) {
 			set, err := s.Modules()
 			if set == nil {
 				return nil, err
@@ -179,19 +179,65 @@ func (r renamed) Name() string { return r.name }
 type loadingFinder struct {
 	name string
 	load func() (symfinder.Finder, error)
-	once sync.Once
-	f    symfinder.Finder
-	err  error
+	// outside, when set, says an address can hold none of the finder's
+	// symbols: a lookup there answers nothing without loading it.
+	outside func(addr uint64) bool
+	once    sync.Once
+	f       symfinder.Finder
+	err     error
 }
 
 func (l *loadingFinder) Name() string { return l.name }
 
 func (l *loadingFinder) Find(q symfinder.Query, yield func(symfinder.Symbol) bool) error {
+	if q.Kind == symfinder.ByAddr && l.outside != nil && l.outside(q.Addr) {
+		return nil
+	}
 	l.once.Do(func() { l.f, l.err = l.load() })
 	if l.f == nil {
 		return l.err
 	}
 	return l.f.Find(q, yield)
+}
+
+// The x86_64 module area (arch/x86/include/asm/pgtable_64_types.h):
+// MODULES_VADDR is __START_KERNEL_map plus KERNEL_IMAGE_SIZE (512 MiB, or
+// 1 GiB with RANDOMIZE_BASE), MODULES_END 0xffffffffff000000, with 4- and
+// 5-level paging alike. Module memory of every kind, BPF JIT images,
+// ftrace trampolines and kprobe instruction pages are all allocated there
+// (module_alloc, execmem).
+const (
+	x86StartKernelMap = 0xffffffff80000000
+	x86ModulesEnd     = 0xffffffffff000000
+)
+
+// outsideModuleArea reports whether addr lies where no module, BPF, ftrace
+// or kprobes symbol can: on x86_64, outside the module area, so that a
+// register or stack value that is no module address (a user pointer, a
+// direct-map or stack address, an errno in RAX, kernel data past _end)
+// does not make the chain read the module list and the BTF to say "not
+// found". The area's start is taken as VMCOREINFO's KERNEL_IMAGE_SIZE
+// gives it, else 1 GiB with a KASLR offset and 512 MiB without (a kernel
+// booted with nokaslr may have 1 GiB: the lower start keeps its modules
+// inside). Elsewhere it knows nothing and reports false.
+func (s *Session) outsideModuleArea(addr uint64) bool {
+	if s.dump.Arch().Name != "x86_64" {
+		return false
+	}
+	if _, err := s.Kallsyms(); err != nil {
+		// The finders need kallsyms: let them load and report that, so
+		// that the failure explains the address no finder answered.
+		return false
+	}
+	size := uint64(512 << 20)
+	if in := s.dump.Info(); in != nil {
+		if v, ok := in.Number("KERNEL_IMAGE_SIZE"); ok && v > 0 && v <= 1<<30 {
+			size = v
+		} else if off, _ := in.KernelOffset(); off != 0 {
+			size = 1 << 30
+		}
+	}
+	return addr < x86StartKernelMap+size || addr >= x86ModulesEnd
 }
 
 // Dump returns the open dump.

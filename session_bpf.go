@@ -40,7 +40,7 @@ var pseudoSources = [3]struct {
 func (s *Session) pseudoFinders() []symfinder.Finder {
 	out := make([]symfinder.Finder, len(pseudoSources))
 	for i, src := range pseudoSources {
-		out[i] = &loadingFinder{name: src.name, load: func() (symfinder.Finder, error) {
+		out[i] = &loadingFinder{name: src.name, outside: s.outsideModuleArea, load: func() (symfinder.Finder, error) {
 			set, err := s.pseudo(i)
 			if set == nil {
 				return nil, err

@@ -111,3 +111,40 @@ func assertSameLines(t *testing.T, want, got []string) {
 	}
 	assert.Equal(t, len(want), len(got), "line count")
 }
+
+// TestOutsideModuleAreaLoadsNothing: on x86_64, an address outside the
+// module area (a stack or direct-map address, an errno in a register) is
+// "not found" by the module and pseudo-module finders without their
+// loading the module list or the BTF; an address inside still loads them.
+func TestOutsideModuleAreaLoadsNothing(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	paths := g.RequireDump(t, testutil.DumpZlib)
+	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
+	require.NoError(t, err)
+	defer s.Close()
+	phases := func() map[string]bool {
+		m := map[string]bool{}
+		for _, p := range s.Stats() {
+			m[p.Name] = true
+		}
+		return m
+	}
+	for _, a := range []uint64{0xffffc90000123456, 0xffffffffffffffda, 0xffff888000001000, 0x7ffd6dab6a68} {
+		_, err := s.Chain().Lookup(a)
+		require.ErrorIs(t, err, symfinder.ErrNotFound, "%#x", a)
+	}
+	p := phases()
+	assert.False(t, p["modules"], "module list read for addresses outside the module area")
+	assert.False(t, p["btf"], "BTF read for addresses outside the module area")
+	var mod testutil.KallsymsEntry
+	for _, e := range g.Kallsyms(t) {
+		if e.Kind == testutil.SymModule && (e.Type == 't' || e.Type == 'T') {
+			mod = e
+			break
+		}
+	}
+	sym, err := s.Chain().Lookup(mod.Addr)
+	require.NoError(t, err)
+	assert.Equal(t, mod.Name, sym.Name)
+	assert.True(t, phases()["modules"])
+}

@@ -140,6 +140,7 @@ func (s *Session) ORCTables() (unwind.ORCTables, error) {
 		}
 	}
 	t.LoadModules = s.orcModules
+	t.MayBeModule = func(a uint64) bool { return !s.outsideModuleArea(a) }
 	return t, nil
 }
 

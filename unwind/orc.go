@@ -78,6 +78,10 @@ type ORCTables struct {
 	// on first need: a walk that never leaves vmlinux's text never reads
 	// the module list (and the BTF its layout needs).
 	LoadModules func() ([]ORCModule, error)
+	// MayBeModule, when set, says whether an address can be in a module's
+	// text at all; LoadModules is not called for one that cannot (a user
+	// address the walk ends at, for one).
+	MayBeModule func(addr uint64) bool
 }
 
 // ORCModule is one module's ORC tables for one of its text regions
@@ -218,7 +222,8 @@ func (w *orcWalker) inVmlinux(t orcTable, ip uint64) bool {
 // holds ip, else in vmlinux's.
 func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 	t := orcTable{ip: w.t.IPStart, entries: w.t.Entries, n: w.n}
-	if w.t.LoadModules != nil && w.t.Modules == nil && w.t.ModulesErr == nil && !w.inVmlinux(t, ip) {
+	if w.t.LoadModules != nil && w.t.Modules == nil && w.t.ModulesErr == nil &&
+		(w.t.MayBeModule == nil || w.t.MayBeModule(ip)) && !w.inVmlinux(t, ip) {
 		w.t.Modules, w.t.ModulesErr = w.t.LoadModules()
 		w.t.LoadModules = nil
 	}
