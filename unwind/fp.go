@@ -114,20 +114,30 @@ func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop
 		}
 		frames = append(frames, Frame{PC: ret, FP: fp})
 		if next != 0 {
-			same := next&^(opt.StackSize-1) == fp&^(opt.StackSize-1)
-			switch {
-			case same && next <= fp:
-				return frames, Stop{Err: fmt.Errorf("frame pointer %#x after %#x goes back down its stack: %w", next, fp, ErrBadFrame)}
-			case !same:
-				stacks++
-				if stacks > opt.MaxStacks {
-					return frames, Stop{Err: fmt.Errorf("frame pointer %#x: more than %d stack changes: %w", next, opt.MaxStacks, ErrBadFrame)}
-				}
+			if err := progress("frame pointer", next, fp, &stacks, opt); err != nil {
+				return frames, Stop{Err: err}
 			}
 		}
 		fp = next
 	}
 	return frames, Stop{Err: fmt.Errorf("more than %d frames: %w", opt.MaxFrames, ErrBadFrame)}
+}
+
+// progress checks that a walk moving from the frame at cur to the one at
+// next goes up its stack, or to another stack at most opt.MaxStacks times
+// in all (counted in stacks): what keeps a looping chain from hanging.
+func progress(what string, next, cur uint64, stacks *int, opt Options) error {
+	same := next&^(opt.StackSize-1) == cur&^(opt.StackSize-1)
+	switch {
+	case same && next <= cur:
+		return fmt.Errorf("%s %#x after %#x goes back down its stack: %w", what, next, cur, ErrBadFrame)
+	case !same:
+		*stacks++
+		if *stacks > opt.MaxStacks {
+			return fmt.Errorf("%s %#x: more than %d stack changes: %w", what, next, opt.MaxStacks, ErrBadFrame)
+		}
+	}
+	return nil
 }
 
 func word(b []byte, opt Options) uint64 {

@@ -85,15 +85,8 @@ func BackChainS390(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, Sto
 			return frames, Stop{Err: fmt.Errorf("return address %#x of the frame at %#x is not in the kernel: %w", ret, next, ErrBadFrame)}
 		}
 		frames = append(frames, Frame{PC: ret, FP: next})
-		same := next&^(opt.StackSize-1) == sp&^(opt.StackSize-1)
-		switch {
-		case same && next <= sp:
-			return frames, Stop{Err: fmt.Errorf("back chain %#x after %#x goes back down its stack: %w", next, sp, ErrBadFrame)}
-		case !same:
-			stacks++
-			if stacks > opt.MaxStacks {
-				return frames, Stop{Err: fmt.Errorf("back chain %#x: more than %d stack changes: %w", next, opt.MaxStacks, ErrBadFrame)}
-			}
+		if err := progress("back chain", next, sp, &stacks, opt); err != nil {
+			return frames, Stop{Err: err}
 		}
 		sp = next
 	}
