@@ -1,0 +1,103 @@
+package coderef
+
+import (
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func le32(ws ...uint32) []byte {
+	b := make([]byte, 4*len(ws))
+	for i, w := range ws {
+		binary.LittleEndian.PutUint32(b[4*i:], w)
+	}
+	return b
+}
+
+func TestARM64(t *testing.T) {
+	const pc = 0xffff800008010004
+	// adrp x1, page+0x12345000 (imm21 0x12345: immlo 1, immhi 0x48d1)
+	adrp := uint32(0x90000000 | 1<<29 | 0x48d1<<5 | 1)
+	page := uint64(pc&^0xfff + 0x12345000)
+	code := le32(
+		adrp,
+		0x91000000|0x678<<10|1<<5|1,   // add x1, x1, #0x678 (section anchor)
+		0x91000000|0x10<<10|1<<5|3,    // add x3, x1, #0x10
+		0xf9400000|2<<10|1<<5|2,       // ldr x2, [x1, #16]
+		0xa9400000|2<<15|1<<5|4|5<<10, // ldp x4, x5, [x1, #16]
+		0xd503201f,                    // nop
+		0xf9400000|0<<10|2<<5|6,       // ldr x6, [x2]: x2 was loaded, not known
+	)
+	got, err := Refs("arm64", pc, code)
+	require.NoError(t, err)
+	want := []uint64{page, page + 0x678, page + 0x678 + 0x10}
+	require.Equal(t, want, got)
+
+	// A negative ADRP: imm21 = -1 (all ones) is the page before.
+	neg := uint32(0x90000000 | 3<<29 | 0x7ffff<<5)
+	got, err = Refs("arm64", pc, le32(neg))
+	require.NoError(t, err)
+	require.Equal(t, []uint64{pc&^0xfff - 0x1000}, got)
+}
+
+func TestI386(t *testing.T) {
+	// mov $0xc9a01234, %eax ; cmp $0xc9a01234, %edx
+	code := []byte{0xb8, 0x34, 0x12, 0xa0, 0xc9, 0x81, 0xfa, 0x34, 0x12, 0xa0, 0xc9}
+	got, err := Refs("i386", 0xc9000000, code)
+	require.NoError(t, err)
+	require.Contains(t, got, uint64(0xc9a01234))
+	require.Len(t, got, len(code)-3-1) // every window, one duplicate folded
+}
+
+func TestX86_64(t *testing.T) {
+	const pc = 0xffffffff81000000
+	// mov $0xffffffff82a01234, %rdi (48 c7 c7 imm32, sign-extended)
+	abs := []byte{0x48, 0xc7, 0xc7, 0x34, 0x12, 0xa0, 0x82}
+	// lea 0x1000(%rip), %rsi (48 8d 35 disp32) at pc+7: target pc+14+0x1000
+	rip := []byte{0x48, 0x8d, 0x35, 0x00, 0x10, 0x00, 0x00}
+	got, err := Refs("x86_64", pc, append(abs, rip...))
+	require.NoError(t, err)
+	require.Contains(t, got, uint64(0xffffffff82a01234))
+	require.Contains(t, got, uint64(pc+14+0x1000))
+}
+
+func TestS390X(t *testing.T) {
+	const pc = 0x3ffe0000000
+	// larl %r2, +0x100 halfwords at pc+2 (after a 2-byte nopr): c0 20 00000100
+	code := []byte{0x07, 0x00, 0xc0, 0x20, 0x00, 0x00, 0x01, 0x00}
+	got, err := Refs("s390x", pc, code)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{pc + 2 + 0x200}, got)
+	// lgrl %r1, -2 halfwords: c4 18 fffffffe
+	got, err = Refs("s390x", pc, []byte{0xc4, 0x18, 0xff, 0xff, 0xff, 0xfe})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{pc - 4}, got)
+}
+
+func TestUnsupported(t *testing.T) {
+	_, err := Refs("ppc64le", 0, []byte{1, 2, 3, 4})
+	require.True(t, errors.Is(err, errors.ErrUnsupported))
+	require.False(t, Supported("ppc64le"))
+	require.True(t, Supported("arm64"))
+}
+
+func FuzzRefs(f *testing.F) {
+	f.Add("arm64", uint64(0xffff800008010004), le32(0x90000000|1<<29|0x48d1<<5|1, 0x91000000|0x678<<10|1<<5|1))
+	f.Add("x86_64", uint64(0xffffffff81000000), []byte{0x48, 0xc7, 0xc7, 0x34, 0x12, 0xa0, 0x82})
+	f.Add("i386", uint64(0xc9000000), []byte{0xb8, 0x34, 0x12, 0xa0, 0xc9})
+	f.Add("s390x", uint64(0x3ffe0000000), []byte{0xc0, 0x20, 0x00, 0x00, 0x01, 0x00})
+	f.Fuzz(func(t *testing.T, arch string, pc uint64, code []byte) {
+		got, err := Refs(arch, pc, code)
+		if err != nil {
+			require.Nil(t, got)
+			return
+		}
+		// At most five candidates per byte (x86_64), sorted, unique.
+		require.LessOrEqual(t, len(got), 5*len(code))
+		for i := 1; i < len(got); i++ {
+			require.Less(t, got[i-1], got[i])
+		}
+	})
+}
