@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/bpfsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/coderef"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
@@ -65,6 +66,21 @@ func (s *Session) BPF() (*bpfsyms.Set, error) { return s.pseudo(1) }
 // bpfsyms.LoadKprobes.
 func (s *Session) Kprobes() (*bpfsyms.Set, error) { return s.pseudo(2) }
 
+// textExtent returns the extent of a function of f: its address and the
+// kernel's size for it, up to the next symbol.
+func textExtent(f symfinder.Finder) func(name string) (start, end uint64, ok bool) {
+	return func(name string) (start, end uint64, ok bool) {
+		_ = f.Find(symfinder.Query{Kind: symfinder.ByName, Name: name}, func(sym symfinder.Symbol) bool {
+			if sym.Kind != 't' && sym.Kind != 'T' {
+				return true
+			}
+			start, end, ok = sym.Addr, sym.Addr+sym.Size, sym.Size > 0 && sym.Addr+sym.Size > sym.Addr
+			return !ok
+		})
+		return start, end, ok
+	}
+}
+
 func (s *Session) pseudo(i int) (*bpfsyms.Set, error) {
 	p := &s.pseudoSt
 	p.once[i].Do(func() {
@@ -83,6 +99,12 @@ func (s *Session) pseudo(i int) (*bpfsyms.Set, error) {
 		kmem, _ := s.Kernel()
 		arch := s.dump.Arch()
 		opt := bpfsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, PageSize: uint64(max(s.dump.PageSize(), 0))}
+		if coderef.Supported(arch.Name) {
+			opt.Code = &bpfsyms.Code{
+				Func: textExtent(k.Finder()),
+				Refs: func(pc uint64, code []byte) ([]uint64, error) { return coderef.Refs(arch.Name, pc, code) },
+			}
+		}
 		t := s.stats.begin(name)
 		p.sets[i], p.errs[i] = pseudoSources[i].load(kmem, syms, opt)
 		s.stats.end(t)

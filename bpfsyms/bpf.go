@@ -3,6 +3,7 @@ package bpfsyms
 import (
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
@@ -36,7 +37,7 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := ld.symbol("bpf_kallsyms", "a kernel without CONFIG_BPF_JIT")
+	head, err := ld.locate(headSpec{sym: "bpf_kallsyms", in: []string{"bpf_get_kallsym", "bpf_ksym_add"}, why: "a kernel without CONFIG_BPF_JIT"}, ld.bpfHead)
 	if err != nil {
 		if _, ok := ld.syms(dataWitness); ok {
 			// The symbol table has data symbols (KALLSYMS_ALL), so the
@@ -47,7 +48,11 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 		return nil, err
 	}
 	b := symfinder.NewBuilder(FinderBPF, ModuleBPF)
-	if _, err := ld.src.Struct("bpf_ksym", "start", "end", "name", "lnode"); err == nil {
+	if empty, err := ld.empty(head); err != nil {
+		return nil, err
+	} else if empty {
+		// Nothing to read, so no struct layouts needed.
+	} else if _, err := ld.src.Struct("bpf_ksym", "start", "end", "name", "lnode"); err == nil {
 		err = ld.bpfKsyms(head, b)
 		if err != nil {
 			return nil, err
@@ -63,8 +68,44 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newSet(FinderBPF, []group{{ix: ix}}, ld.errs)
+	return ld.set(FinderBPF, []group{{ix: ix}})
+}
+
+// set returns the set of what the load read, with its errors.
+func (ld *loader) set(name string, groups []group) (*Set, error) {
+	s := newSet(name, groups, ld.errs)
+	s.heads = ld.heads
 	return s, s.err
+}
+
+// bpfHead validates a candidate bpf_kallsyms: a list whose ends agree, and
+// whose first and last entries are struct bpf_ksym with a "bpf_" name and
+// a sane range (v5.7+ layouts; before, the list alone).
+func (ld *loader) bpfHead(c uint64) error {
+	ks, read, err := ld.structOf("bpf_ksym", "start", "end", "name", "lnode")
+	if err != nil {
+		if _, err2 := ld.src.Struct("bpf_prog_aux", "ksym_lnode", "prog"); err2 == nil {
+			return ld.ring(c, nil)
+		}
+		// Without a layout only an empty list can be recognised.
+		return ld.ring(c, func(uint64) error { return err })
+	}
+	start, end, name, lnode := ld.field(ks, "start"), ld.field(ks, "end"), ld.field(ks, "name"), ld.field(ks, "lnode")
+	return ld.ring(c, func(n uint64) error {
+		a, err := container(n, lnode.off)
+		if err != nil {
+			return err
+		}
+		buf, err := ld.read(a, read)
+		if err != nil {
+			return err
+		}
+		nm, ok := cstr(buf[name.off:min(name.off+name.size, uint64(len(buf)))])
+		if !ok || !strings.HasPrefix(string(nm), "bpf_") {
+			return corrupt("struct bpf_ksym at %#x: name %q is no BPF symbol's", a, nm)
+		}
+		return checkRange(ld.uint(buf, start), ld.uint(buf, end))
+	})
 }
 
 // bpfKsyms walks struct bpf_ksym entries (v5.7+) linked through lnode.

@@ -1,6 +1,7 @@
 package bpfsyms
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/internal/coderef"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -33,6 +36,8 @@ func setLines(t testing.TB, s *Set) []string {
 type corpusDump struct {
 	kmem memory.Reader
 	syms Symbols
+	all  symfinder.Finder
+	arch string // the kernel's name, as vmcore.Arch.Name
 	opt  Options
 }
 
@@ -44,7 +49,7 @@ func openCorpusDump(t testing.TB, paths []string) *corpusDump {
 	require.NoError(t, err)
 	res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{})
 	require.NoError(t, err)
-	return &corpusDump{kmem: k, syms: Symbols(modsyms.FromFinder(res.Finder())), opt: Options{PageSize: uint64(d.PageSize()), ByteOrder: d.Arch().ByteOrder, PointerSize: d.Arch().PtrSize}}
+	return &corpusDump{kmem: k, syms: Symbols(modsyms.FromFinder(res.Finder())), all: res.Finder(), arch: d.Arch().Name, opt: Options{PageSize: uint64(d.PageSize()), ByteOrder: d.Arch().ByteOrder, PointerSize: d.Arch().PtrSize}}
 }
 
 // TestCorpus reproduces, for every cached dump of every corpus guest, the
@@ -61,8 +66,9 @@ func TestCorpus(t *testing.T) {
 		found = true
 		t.Run(g.Name, func(t *testing.T) {
 			if !g.ExpectModules() {
-				// TestSessionCorpus checks the error naming the symbol.
-				t.Skipf("%s: no CONFIG_KALLSYMS_ALL, so no %s in kallsyms and no BTF struct layouts", g.Name, testutil.MissingSymbol)
+				// The session finds the BTF by scan or infers the layouts,
+				// and the heads through code: TestSessionCorpus.
+				t.Skipf("%s: no CONFIG_KALLSYMS_ALL, so no %s in kallsyms: the session's layouts are needed", g.Name, testutil.MissingSymbol)
 			}
 			var all []string
 			pseudo := 0
@@ -78,17 +84,8 @@ func TestCorpus(t *testing.T) {
 					cd := openCorpusDump(t, paths)
 					var got []string
 					var bpf *Set
-					fails := map[string]string{}
-					for _, ff := range g.FinderFailures() {
-						fails[ff.Finder] = ff.Contains
-					}
-					for i, load := range []func(memory.Reader, Symbols, Options) (*Set, error){LoadFtrace, LoadBPF, LoadKprobes} {
+					for _, load := range []func(memory.Reader, Symbols, Options) (*Set, error){LoadFtrace, LoadBPF, LoadKprobes} {
 						s, err := load(cd.kmem, cd.syms, cd.opt)
-						if want, ok := fails[[]string{FinderFtrace, FinderBPF, FinderKprobes}[i]]; ok {
-							// A kernel without the list (no BPF JIT): an error naming it.
-							require.ErrorContains(t, err, want)
-							continue
-						}
 						require.NoError(t, err)
 						got = append(got, setLines(t, s)...)
 						if s.Name() == FinderBPF {
@@ -115,6 +112,93 @@ func TestCorpus(t *testing.T) {
 	if !found {
 		t.Skipf("no corpus dumps in %s: run testdata/vmcores/generate", testutil.CorpusCacheDir(t))
 	}
+}
+
+// TestCorpusThroughCode hides the data symbols of every corpus kernel that
+// has them (KALLSYMS_ALL) and checks that the loaders, finding each list
+// head through the code of the functions that use it, find the very
+// address the symbol table gives and read the same lines: the x86_64,
+// arm64 and s390x decoders of internal/coderef on real kernels (the
+// kernels without KALLSYMS_ALL, arm64 and i386, are TestSessionCorpus's).
+func TestCorpusThroughCode(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		dumps := g.AvailableDumps()
+		if len(dumps) == 0 || !g.ExpectModules() {
+			continue
+		}
+		t.Run(g.Name, func(t *testing.T) {
+			paths, _ := g.DumpPaths(dumps[0])
+			cd := openCorpusDump(t, paths)
+			textOnly := textSymbols(t, cd)
+			arch := cd.arch
+			code := &Code{
+				Func: func(name string) (uint64, uint64, bool) {
+					e, ok := textOnly[name]
+					return e[0], e[1], ok
+				},
+				Refs: func(pc uint64, b []byte) ([]uint64, error) { return coderef.Refs(arch, pc, b) },
+			}
+			hidden := func(name string) (uint64, bool) {
+				if e, ok := textOnly[name]; ok {
+					return e[0], true
+				}
+				return 0, false
+			}
+			opt := cd.opt
+			opt.Code = code
+			start, ok1 := cd.syms("__start_BTF")
+			stop, ok2 := cd.syms("__stop_BTF")
+			require.True(t, ok1 && ok2)
+			lay, err := btflayout.FromMemory(cd.kmem, start, stop)
+			require.NoError(t, err)
+			opt.Layout = lay // the BTF's bounds are data symbols too
+			for _, load := range []func(memory.Reader, Symbols, Options) (*Set, error){LoadFtrace, LoadBPF, LoadKprobes} {
+				want, err := load(cd.kmem, cd.syms, cd.opt)
+				require.NoError(t, err)
+				got, err := load(cd.kmem, hidden, opt)
+				if errors.Is(err, memory.ErrNotSaved) && g.IsExtract(dumps[0]) {
+					t.Skipf("%s: the extract lacks the code of the functions searched (made before extract-corpus kept it): %v", want.Name(), err)
+				}
+				require.NoError(t, err, want.Name())
+				assert.Equal(t, setLines(t, want), setLines(t, got), want.Name())
+				byName := map[string]uint64{}
+				for _, h := range want.Heads() {
+					byName[h.Symbol] = h.Addr
+				}
+				require.NotEmpty(t, got.Heads())
+				for _, h := range got.Heads() {
+					assert.Contains(t, h.How, "the code of ", h.Symbol)
+					if a, ok := byName[h.Symbol]; ok {
+						assert.Equal(t, fmt.Sprintf("%#x", a), fmt.Sprintf("%#x", h.Addr), h.Symbol)
+					} else {
+						a, ok := cd.syms(h.Symbol)
+						require.True(t, ok, h.Symbol)
+						assert.Equal(t, fmt.Sprintf("%#x", a), fmt.Sprintf("%#x", h.Addr), h.Symbol)
+					}
+				}
+			}
+		})
+	}
+}
+
+// textSymbols returns the extent of every text symbol of the dump's
+// kallsyms, and the section bounds a kernel without KALLSYMS_ALL still
+// lists: what such a kernel's symbol table would hold.
+func textSymbols(t *testing.T, cd *corpusDump) map[string][2]uint64 {
+	out := map[string][2]uint64{}
+	require.NoError(t, cd.all.Find(symfinder.Query{Kind: symfinder.All}, func(s symfinder.Symbol) bool {
+		switch {
+		case s.Kind == 'T' || s.Kind == 't':
+		case s.Name == "_stext" || s.Name == "_etext" || s.Name == "_sinittext" || s.Name == "_einittext":
+		default:
+			return true
+		}
+		if _, dup := out[s.Name]; !dup {
+			out[s.Name] = [2]uint64{s.Addr, s.Addr + s.Size}
+		}
+		return true
+	}))
+	return out
 }
 
 // checkImages checks that every address of each BPF image resolves to it

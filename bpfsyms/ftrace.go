@@ -28,25 +28,60 @@ func LoadFtrace(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := ld.symbol("ftrace_ops_trampoline_list", "a kernel without CONFIG_DYNAMIC_FTRACE, or older than v5.9")
-	if err != nil {
-		return nil, err
+	const tramps = "ftrace_ops_trampoline_list"
+	why := "a kernel without CONFIG_DYNAMIC_FTRACE, or older than v5.9"
+	mapsHead, haveMaps := ld.syms("ftrace_mod_maps")
+	var not []uint64
+	if _, ok := ld.syms(tramps); !ok && !haveMaps && ld.code != nil {
+		// Both heads are found through code, where ftrace_mod_get_kallsym
+		// refers to both: the maps first (ftrace_mod_address_lookup
+		// refers to them alone), so that the trampolines are the other.
+		var err error
+		mapsHead, err = ld.locate(headSpec{sym: "ftrace_mod_maps", in: []string{"ftrace_mod_address_lookup", "ftrace_mod_get_kallsym"}, why: why}, ld.modMapsHead)
+		if err != nil {
+			return nil, err
+		}
+		haveMaps, not = true, []uint64{mapsHead}
 	}
-	ops, read, err := ld.structOf("ftrace_ops", "trampoline", "trampoline_size", "list")
+	head, err := ld.locate(headSpec{sym: tramps, in: []string{"ftrace_mod_get_kallsym"}, not: not, why: why}, ld.opsHead)
 	if err != nil {
 		return nil, err
 	}
 	var groups []group
-	if mapsHead, ok := ld.syms("ftrace_mod_maps"); ok {
-		if groups, err = ld.ftraceModMaps(mapsHead); err != nil {
+	if haveMaps {
+		if empty, err := ld.empty(mapsHead); err != nil {
+			return nil, err
+		} else if !empty {
+			if groups, err = ld.ftraceModMaps(mapsHead); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b := symfinder.NewBuilder(FinderFtrace, ModuleFtrace)
+	if empty, err := ld.empty(head); err != nil {
+		return nil, err
+	} else if !empty {
+		if err := ld.trampolines(head, b); err != nil {
 			return nil, err
 		}
+	}
+	ix, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return ld.set(FinderFtrace, append(groups, group{ix: ix}))
+}
+
+// trampolines walks ftrace_ops_trampoline_list.
+func (ld *loader) trampolines(head uint64, b *symfinder.Builder) error {
+	ops, read, err := ld.structOf("ftrace_ops", "trampoline", "trampoline_size", "list")
+	if err != nil {
+		return err
 	}
 	tramp, size, list := ld.field(ops, "trampoline"), ld.field(ops, "trampoline_size"), ld.field(ops, "list")
 	next := fld{off: list.off + ld.next, size: ld.ptr, ok: true}
 	buf := make([]byte, max(read, next.off+next.size))
-	b := symfinder.NewBuilder(FinderFtrace, ModuleFtrace)
-	err = ld.walk("ftrace_ops_trampoline_list", head, func(node uint64) (uint64, error) {
+	return ld.walk("ftrace_ops_trampoline_list", head, func(node uint64) (uint64, error) {
 		addr, err := container(node, list.off)
 		if err != nil {
 			return 0, err
@@ -65,15 +100,53 @@ func LoadFtrace(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 		}
 		return ld.uint(buf, next), nil
 	})
+}
+
+// opsHead validates a candidate ftrace_ops_trampoline_list: a list whose
+// ends agree and whose first and last struct ftrace_ops have a sane
+// trampoline range; without the layout, only an empty list.
+func (ld *loader) opsHead(c uint64) error {
+	ops, read, err := ld.structOf("ftrace_ops", "trampoline", "trampoline_size", "list")
 	if err != nil {
-		return nil, err
+		return ld.ring(c, func(uint64) error { return err })
 	}
-	ix, err := b.Build()
+	tramp, size, list := ld.field(ops, "trampoline"), ld.field(ops, "trampoline_size"), ld.field(ops, "list")
+	return ld.ring(c, func(n uint64) error {
+		a, err := container(n, list.off)
+		if err != nil {
+			return err
+		}
+		buf, err := ld.read(a, read)
+		if err != nil {
+			return err
+		}
+		t, sz := ld.uint(buf, tramp), ld.uint(buf, size)
+		if t == 0 {
+			return nil
+		}
+		if t+sz < t {
+			return corrupt("struct ftrace_ops at %#x: trampoline %#x of %d bytes", a, t, sz)
+		}
+		return checkRange(t, t+sz)
+	})
+}
+
+// modMapsHead validates a candidate ftrace_mod_maps: a list whose ends
+// agree and whose first and last struct ftrace_mod_map each hold a list of
+// functions whose ends agree; without the layout, only an empty list.
+func (ld *loader) modMapsHead(c uint64) error {
+	mm, _, err := ld.structOf("ftrace_mod_map", "list", "funcs")
 	if err != nil {
-		return nil, err
+		return ld.ring(c, func(uint64) error { return err })
 	}
-	s := newSet(FinderFtrace, append(groups, group{ix: ix}), ld.errs)
-	return s, s.err
+	list, funcs := ld.field(mm, "list"), ld.field(mm, "funcs")
+	return ld.ring(c, func(n uint64) error {
+		a, err := container(n, list.off)
+		if err != nil {
+			return err
+		}
+		return ld.ring(a+funcs.off, nil)
+	})
 }
 
 // ftraceModMaps reads ftrace_mod_maps: one group per module map.

@@ -1,8 +1,11 @@
 package bpfsyms
 
 import (
+	"encoding/binary"
+	"slices"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -126,6 +129,93 @@ func FuzzWalk(f *testing.F) {
 				t.Fatalf("%d symbols", n)
 			}
 			_ = s.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: synthBase + 0x8010}, func(symfinder.Symbol) bool { return true })
+		}
+	})
+}
+
+// codeFuncs are the functions FuzzHeadsThroughCode's kernel has, each
+// given 32 bytes at codeBase: a fake instruction set where the code is
+// the little-endian addresses it refers to.
+var codeFuncs = []string{"bpf_get_kallsym", "bpf_ksym_add", "ftrace_mod_address_lookup", "ftrace_mod_get_kallsym", "kprobe_get_kallsym", "kprobe_optimizer"}
+
+const codeBase = synthBase + fuzzWindow - 256
+
+// FuzzHeadsThroughCode is FuzzWalk for a kernel without data symbols: the
+// list heads are found through the code of the functions that use them
+// (Options.Code), code and data both from the fuzzer's bytes. Every loader
+// must end with a set or an error, never panic or hang.
+func FuzzHeadsThroughCode(f *testing.F) {
+	seed := make([]byte, fuzzWindow)
+	copy(seed, fuzzSeed(false))
+	refs := map[string][]uint64{
+		"bpf_get_kallsym": {synthBase}, "bpf_ksym_add": {synthBase},
+		"ftrace_mod_address_lookup": {synthBase + 32}, "ftrace_mod_get_kallsym": {synthBase + 32, synthBase + 16},
+		"kprobe_get_kallsym": {synthBase + 48, synthBase + 80},
+	}
+	for i, fn := range codeFuncs {
+		for j, a := range refs[fn] {
+			binary.LittleEndian.PutUint64(seed[codeBase-synthBase+uint64(32*i+8*j):], a)
+		}
+	}
+	f.Add(seed)
+	f.Add(make([]byte, 128))
+	syms := func(n string) (uint64, bool) {
+		switch n {
+		case "_stext":
+			return synthBase - 0x100000, true
+		case "_etext":
+			return synthBase, true
+		}
+		for i, fn := range codeFuncs {
+			if n == fn {
+				return codeBase + uint64(32*i), true
+			}
+		}
+		return 0, false
+	}
+	code := &Code{
+		Func: func(n string) (uint64, uint64, bool) {
+			a, ok := syms(n)
+			return a, a + 32, ok && a >= codeBase
+		},
+		Refs: func(_ uint64, b []byte) ([]uint64, error) {
+			var out []uint64
+			for i := 0; i+8 <= len(b); i += 8 {
+				out = append(out, binary.LittleEndian.Uint64(b[i:]))
+			}
+			slices.Sort(out)
+			return slices.Compact(out), nil
+		},
+	}
+	loaders := []func(memory.Reader, Symbols, Options) (*Set, error){LoadBPF, LoadFtrace, LoadKprobes}
+	m := newFakeMem()
+	m.Write(synthBase, seed)
+	for i, load := range loaders {
+		if s, err := load(m, syms, Options{Layout: synthLayout, PageSize: fuzzPage, maxEntries: fuzzMaxEntries, Code: code}); err != nil || s.Len() == 0 {
+			f.Fatalf("seed, loader %d: %v", i, err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > fuzzWindow {
+			data = data[:fuzzWindow]
+		}
+		m := newFakeMem()
+		m.Write(synthBase, data)
+		for _, load := range loaders {
+			for _, lay := range []fakeLayout{synthLayout, {}} { // with BTF, and inferring (kprobes)
+				s, err := load(m, syms, Options{Layout: lay, PageSize: fuzzPage, maxEntries: fuzzMaxEntries, Code: code})
+				if s == nil {
+					if err == nil {
+						t.Fatal("nil set without an error")
+					}
+					continue
+				}
+				n := 0
+				_ = s.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { n++; return true })
+				if n > 2*fuzzMaxEntries {
+					t.Fatalf("%d symbols", n)
+				}
+			}
 		}
 	})
 }

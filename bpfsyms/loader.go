@@ -7,6 +7,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 // Caps on what is read from a dump. Each is far beyond a real kernel; a
@@ -49,21 +50,28 @@ type Options struct {
 	// and, before v5.7, the unit of bpf_binary_header.pages. 0 means 4096.
 	PageSize uint64
 
+	// Code, when set, finds list heads the symbol table lacks (a kernel
+	// without CONFIG_KALLSYMS_ALL) through the code that uses them; see
+	// Code.
+	Code *Code
+
 	// maxEntries replaces MaxEntries when set (tests and fuzzing).
 	maxEntries int
 }
 
 // loader carries the state of one load.
 type loader struct {
-	kmem memory.Reader
-	syms Symbols
-	src  btflayout.Source
-	bo   binary.ByteOrder
-	ptr  uint64
-	page uint64
-	next uint64 // offsetof(struct list_head, next)
-	prev uint64 // offsetof(struct list_head, prev)
-	errs []error
+	kmem  memory.Reader
+	syms  Symbols
+	src   btflayout.Source
+	bo    binary.ByteOrder
+	ptr   uint64
+	page  uint64
+	next  uint64 // offsetof(struct list_head, next)
+	prev  uint64 // offsetof(struct list_head, prev)
+	errs  []error
+	code  *Code
+	heads []Head // where the heads came from, in the order found
 	// nodes counts the list nodes visited by every walk of this load:
 	// nested walks (ftrace's functions per module) share the MaxEntries
 	// budget, so a load visits at most MaxEntries nodes in all.
@@ -72,7 +80,7 @@ type loader struct {
 }
 
 func newLoader(kmem memory.Reader, syms Symbols, opt Options) (*loader, error) {
-	ld := &loader{kmem: kmem, syms: syms, bo: opt.ByteOrder, ptr: uint64(opt.PointerSize), page: opt.PageSize, maxNodes: opt.maxEntries}
+	ld := &loader{kmem: kmem, syms: syms, bo: opt.ByteOrder, ptr: uint64(opt.PointerSize), page: opt.PageSize, maxNodes: opt.maxEntries, code: opt.Code}
 	if ld.maxNodes <= 0 {
 		ld.maxNodes = MaxEntries
 	}
@@ -96,7 +104,7 @@ func newLoader(kmem memory.Reader, syms Symbols, opt Options) (*loader, error) {
 		start, ok1 := syms("__start_BTF")
 		stop, ok2 := syms("__stop_BTF")
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("bpfsyms: no struct layouts: __start_BTF/__stop_BTF not in the symbol table: %w (%w)", btflayout.ErrNoBTF, ErrMissingInfo)
+			return nil, fmt.Errorf("bpfsyms: no struct layouts: %w: %w (%w)", &vmcoreinfo.MissingSymbolError{Symbols: []string{"__start_BTF", "__stop_BTF"}}, btflayout.ErrNoBTF, ErrMissingInfo)
 		}
 		b, err := btflayout.FromMemory(kmem, start, stop)
 		if err != nil {
@@ -118,7 +126,7 @@ func newLoader(kmem memory.Reader, syms Symbols, opt Options) (*loader, error) {
 func (ld *loader) symbol(name, why string) (uint64, error) {
 	a, ok := ld.syms(name)
 	if !ok {
-		return 0, missing("symbol %s is not in the kernel's symbol table (%s, or kallsyms without data symbols: CONFIG_KALLSYMS_ALL)", name, why)
+		return 0, fmt.Errorf("bpfsyms: %w: %w", &vmcoreinfo.MissingSymbolError{Symbols: []string{name}, Why: why + ", or kallsyms without data symbols: CONFIG_KALLSYMS_ALL"}, ErrMissingInfo)
 	}
 	return a, nil
 }

@@ -2,6 +2,7 @@ package bpfsyms
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
@@ -24,6 +25,7 @@ type Set struct {
 	name   string
 	groups []group
 	err    error
+	heads  []Head
 }
 
 // group is one index of a set. modMap marks the saved init functions of
@@ -37,6 +39,10 @@ type group struct {
 func newSet(name string, groups []group, errs []error) *Set {
 	return &Set{name: name, groups: groups, err: errors.Join(errs...)}
 }
+
+// Heads says where each list head the set was read from came from: the
+// symbol table, or the code of the functions that use it (see Code).
+func (s *Set) Heads() []Head { return slices.Clone(s.heads) }
 
 // Name implements symfinder.Finder: "ftrace", "bpf" or "kprobes".
 func (s *Set) Name() string { return s.name }

@@ -269,11 +269,23 @@ func TestMissingInfo(t *testing.T) {
 			assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo, "one vocabulary for absence")
 		})
 		t.Run(name+"/layout", func(t *testing.T) {
+			// A list with an entry: reading it needs the layouts.
+			b := newKBuilder()
+			b.ksym(0x1000, 0x1010, []byte("a"))
 			all := func(string) (uint64, bool) { return b.syms["bpf_kallsyms"], true }
 			s, err := load(b.mem, all, Options{Layout: fakeLayout{}})
 			assert.Nil(t, s)
 			assert.ErrorIs(t, err, ErrMissingInfo)
 			assert.ErrorIs(t, err, btflayout.ErrNotFound)
+		})
+		t.Run(name+"/empty list, no layouts", func(t *testing.T) {
+			if name == "kprobes" {
+				t.Skip("a kprobes cache is a struct around its list: its layout is needed to find the list")
+			}
+			all := func(string) (uint64, bool) { return b.syms["bpf_kallsyms"], true }
+			s, err := load(b.mem, all, Options{Layout: fakeLayout{}})
+			require.NoError(t, err)
+			assert.Zero(t, s.Len())
 		})
 		t.Run(name+"/no BTF", func(t *testing.T) {
 			s, err := load(b.mem, none, Options{})

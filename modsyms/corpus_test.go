@@ -12,6 +12,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 // truthSymbols resolves vmlinux symbols from the guest's captured
@@ -91,7 +92,9 @@ func TestCorpus(t *testing.T) {
 							assert.False(t, ok, n)
 						}
 						_, err = Load(k, dec, Options{})
-						require.ErrorContains(t, err, testutil.MissingSymbol)
+						var mse *vmcoreinfo.MissingSymbolError
+						require.ErrorAs(t, err, &mse)
+						assert.Contains(t, mse.Symbols, testutil.MissingSymbol)
 						return
 					}
 					if res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{}); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 // Caps on counts read from a dump. Each is far beyond any real kernel;
@@ -212,7 +213,7 @@ func Load(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 		start, ok1 := syms("__start_BTF")
 		stop, ok2 := syms("__stop_BTF")
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("modsyms: no struct layouts: __start_BTF/__stop_BTF not in the symbol table: %w", btflayout.ErrNoBTF)
+			return nil, fmt.Errorf("modsyms: no struct layouts: %w: %w", &vmcoreinfo.MissingSymbolError{Symbols: []string{"__start_BTF", "__stop_BTF"}}, btflayout.ErrNoBTF)
 		}
 		b, err := btflayout.FromMemory(kmem, start, stop)
 		if err != nil {
@@ -235,7 +236,7 @@ func Load(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 	if head == 0 {
 		var ok bool
 		if head, ok = syms("modules"); !ok {
-			return nil, fmt.Errorf("modsyms: symbol modules not found (kallsyms without KALLSYMS_ALL?): %w", ErrMissingInfo)
+			return nil, fmt.Errorf("modsyms: %w: %w", &vmcoreinfo.MissingSymbolError{Symbols: []string{"modules"}, Why: "kallsyms without KALLSYMS_ALL?"}, ErrMissingInfo)
 		}
 	}
 	return ld.load(head)

@@ -253,3 +253,27 @@ func (in *Info) Require(names ...string) ([]uint64, error) {
 	}
 	return out, nil
 }
+
+// MissingSymbolError is the error of a decoder whose starting point, a
+// kernel symbol, is in neither VMCOREINFO nor the kernel's symbol table (a
+// kernel built without CONFIG_KALLSYMS_ALL has no data symbols). It
+// matches ErrMissingInfo.
+type MissingSymbolError struct {
+	// Symbols are the symbols looked for, e.g. ["modules"] or
+	// ["__start_BTF", "__stop_BTF"].
+	Symbols []string
+	// Why says what the absence may mean, e.g. "kallsyms without
+	// CONFIG_KALLSYMS_ALL?"; may be empty.
+	Why string
+}
+
+func (e *MissingSymbolError) Error() string {
+	msg := strings.Join(e.Symbols, "/") + " not in the symbol table"
+	if e.Why != "" {
+		msg += " (" + e.Why + ")"
+	}
+	return msg
+}
+
+// Is reports whether target is ErrMissingInfo.
+func (e *MissingSymbolError) Is(target error) bool { return target == ErrMissingInfo }

@@ -8,7 +8,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +21,10 @@ import (
 // for usage errors.
 func TestExitStatus(t *testing.T) {
 	good := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64").RequireDump(t, testutil.DumpQEMUELF)[0]
-	noBTF := testutil.CorpusGuestNamed(t, "deb12-6.1-arm64").RequireDump(t, testutil.DumpQEMUELF)[0]
+	// A kernel without BTF read with --layouts btf: the vmlinux symbols
+	// but no modules.
+	noBTF := testutil.CorpusGuestNamed(t, "deb11-5.10-i386").RequireDump(t, testutil.DumpQEMUELF)[0]
+	badModule := brokenModuleCopy(t, good, "xfs")
 	broken := brokenKallsymsCopy(t, good)
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk")
@@ -38,36 +43,44 @@ func TestExitStatus(t *testing.T) {
 		name string
 		args []string
 		code int
+		line string // a regexp the first line of stderr matches, if set
 	}{
-		{"all/ok", []string{"all", good}, exitOK},
-		{"all/partial", []string{"all", noBTF}, exitPartial},
-		{"all/nothing", []string{"all", broken}, exitError},
-		{"all/unreadable", []string{"all", junk}, exitError},
-		{"all/usage", []string{"all"}, exitUsage},
-		{"addr/ok", []string{"addr", good, a}, exitOK},
-		{"addr/partial", []string{"addr", good, a, "0xfffffffffffff000"}, exitPartial},
-		{"addr/nothing", []string{"addr", broken, a}, exitError},
-		{"addr/usage", []string{"addr", good, "zz"}, exitUsage},
-		{"name/ok", []string{"name", good, sym}, exitOK},
-		{"name/partial", []string{"name", good, sym, "no_such_symbol_anywhere"}, exitPartial},
-		{"name/nothing", []string{"name", broken, sym}, exitError},
-		{"name/usage", []string{"name", good, "--glob", "--regexp", "x"}, exitUsage},
-		{"info/ok", []string{"info", good}, exitOK},
-		{"info/partial", []string{"info", broken}, exitPartial},
-		{"info/nothing", []string{"info", junk}, exitError},
-		{"info/usage", []string{"info"}, exitUsage},
-		{"info/directory", []string{"info", dir}, exitError},
-		{"modules/ok", []string{"modules", good}, exitOK},
-		{"modules/nothing", []string{"modules", broken}, exitError},
-		{"modules/usage", []string{"modules", "--bogus", good}, exitUsage},
-		{"extract/ok", []string{"extract", "-o", out(), good}, exitOK},
-		{"extract/partial", []string{"extract", "-o", out(), noBTF}, exitPartial},
-		{"extract/nothing", []string{"extract", "-o", out(), junk}, exitError},
-		{"extract/usage", []string{"extract", good}, exitUsage},
+		{"all/ok", []string{"all", good}, exitOK, ""},
+		{"all/partial", []string{"all", "--layouts", "btf", noBTF}, exitPartial, ""},
+		{"all/partial module", []string{"all", badModule}, exitPartial, ""},
+		{"all/nothing", []string{"all", broken}, exitError, ""},
+		{"all/unreadable", []string{"all", junk}, exitError, ""},
+		{"all/usage", []string{"all"}, exitUsage, ""},
+		{"addr/ok", []string{"addr", good, a}, exitOK, ""},
+		{"addr/partial", []string{"addr", good, a, "0xfffffffffffff000"}, exitPartial, ""},
+		{"addr/nothing", []string{"addr", broken, a}, exitError, ""},
+		{"addr/usage", []string{"addr", good, "zz"}, exitUsage, ""},
+		{"name/ok", []string{"name", good, sym}, exitOK, ""},
+		{"name/partial", []string{"name", good, sym, "no_such_symbol_anywhere"}, exitPartial, ""},
+		{"name/nothing", []string{"name", broken, sym}, exitError, ""},
+		{"name/usage", []string{"name", good, "--glob", "--regexp", "x"}, exitUsage, ""},
+		{"info/ok", []string{"info", good}, exitOK, ""},
+		{"info/partial", []string{"info", broken}, exitPartial, ""},
+		{"info/nothing", []string{"info", junk}, exitError, ""},
+		{"info/usage", []string{"info"}, exitUsage, ""},
+		{"info/directory", []string{"info", dir}, exitError, ""},
+		{"modules/ok", []string{"modules", good}, exitOK, ""},
+		{"modules/partial", []string{"modules", badModule}, exitPartial, `^kdump-syms: modules: modsyms: module ".*fs" \(struct module at 0x[0-9a-f]+\): name .* is not printable`},
+		{"modules/nothing no layouts", []string{"modules", "--layouts", "btf", noBTF}, exitError, ""},
+		{"modules/nothing", []string{"modules", broken}, exitError, ""},
+		{"modules/usage", []string{"modules", "--bogus", good}, exitUsage, ""},
+		{"extract/ok", []string{"extract", "-o", out(), good}, exitOK, ""},
+		{"extract/partial", []string{"extract", "--layouts", "btf", "-o", out(), noBTF}, exitPartial, ""},
+		{"extract/corrupt module", []string{"extract", "-o", out(), badModule}, exitError, ""},
+		{"extract/nothing", []string{"extract", "-o", out(), junk}, exitError, ""},
+		{"extract/usage", []string{"extract", good}, exitUsage, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(tc.args...)
 			assert.Equal(t, tc.code, code, stderr)
+			if tc.line != "" {
+				assert.Regexp(t, tc.line, stderrLines(stderr)[0])
+			}
 			switch tc.code {
 			case exitOK:
 				if tc.args[0] != "extract" { // extract reports its pages on stderr
@@ -99,6 +112,32 @@ func TestFIFOCLI(t *testing.T) {
 	go func() { done <- os.WriteFile(fifo, raw, 0o600) }()
 	code, stdout, stderr := runCLI("info", "--no-cache", fifo)
 	require.NoError(t, <-done)
-	require.Equal(t, exitPartial, code, stderr) // ftrace, bpf, kprobes: no data symbols
+	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "kernel release:")
+}
+
+// brokenModuleCopy copies the ELF dump src with the first byte of module
+// name's struct module name overwritten: that module cannot be read, the
+// others can.
+func brokenModuleCopy(t *testing.T, src, name string) string {
+	t.Helper()
+	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, src)
+	require.NoError(t, err)
+	defer s.Close()
+	set, err := s.Modules()
+	require.NoError(t, err)
+	kmem, err := s.Kernel()
+	require.NoError(t, err)
+	for _, m := range set.Modules() {
+		if m.Name != name {
+			continue
+		}
+		buf := make([]byte, 256)
+		require.NoError(t, memory.ReadFull(kmem, buf, m.Addr))
+		i := bytes.Index(buf, append([]byte(name), 0))
+		require.GreaterOrEqual(t, i, 0, "name %q in struct module at %#x", name, m.Addr)
+		return corruptCopy(t, src, m.Addr+uint64(i), 1)
+	}
+	t.Fatalf("no module %s in %s", name, src)
+	return ""
 }

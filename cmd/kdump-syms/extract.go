@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/extract"
 )
 
@@ -28,6 +29,7 @@ func cmdExtract(args []string, stdout, stderr io.Writer) error {
 	var (
 		parts, keeps multiFlag
 		rep          report
+		layouts      layoutFlags
 		out          = fs.String("o", "", "write the extract to `file` (file.1 … file.N for a split dump)")
 		format       = fs.String("format", "", "output container: elf (default: the input's own)")
 		force        = fs.Bool("force", false, "replace existing output files")
@@ -35,8 +37,15 @@ func cmdExtract(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&parts, "part", "another part of a split dump (repeatable)")
 	fs.BoolVar(&rep.verbose, "v", false, "verbose errors: the full chain of every failure")
 	fs.Var(&keeps, "keep", "also keep `range` p:0xSTART-0xEND (physical) or v:0xSTART-0xEND (kernel virtual), END exclusive (repeatable)")
+	// The layout sources the other commands take, so that an extract
+	// records the module pages a --btf or --layout file lets them decode.
+	layouts.register(fs)
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
+		return err
+	}
+	var sopt kdumpsyms.Options
+	if err := layouts.apply(&sopt); err != nil {
 		return err
 	}
 	switch {
@@ -59,7 +68,7 @@ func cmdExtract(args []string, stdout, stderr io.Writer) error {
 	}
 	started := time.Now()
 	stop := progress(stderr, "extracting "+pos[0])
-	res, err := extract.Extract(*out, append(pos, parts...), extract.Options{Format: *format, Keep: ranges, Force: *force})
+	res, err := extract.Extract(*out, append(pos, parts...), extract.Options{Session: sopt, Format: *format, Keep: ranges, Force: *force})
 	stop()
 	if err != nil {
 		if errors.Is(err, extract.ErrExists) {

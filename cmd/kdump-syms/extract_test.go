@@ -77,11 +77,7 @@ func TestExtractCorpus(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "x")
 			code, _, stderr := runCLI("extract", "-o", out, dump)
-			if g.ExpectModules() {
-				require.Equal(t, exitOK, code, stderr)
-			} else {
-				require.Equal(t, exitPartial, code, stderr)
-			}
+			require.Equal(t, exitOK, code, stderr)
 			t.Log(stderr)
 			code1, want, _ := runCLI("all", dump)
 			code2, got, _ := runCLI("all", out)

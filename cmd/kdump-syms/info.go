@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/bpfsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -133,12 +134,33 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		kv("finder "+f.Name, "%s, %d symbols", state, count)
+		for _, h := range pseudoHeads(s, f.Name) {
+			kv("  list head", "%s at %#x, from %s", h.Symbol, h.Addr, h.How)
+		}
 	}
 	c.addModuleFailures(s)
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	return c.rep.finish(stderr, true)
+}
+
+// pseudoHeads returns where the list heads of a pseudo-module finder
+// (ftrace, bpf, kprobes) came from, for those it read; nil for others.
+func pseudoHeads(s *kdumpsyms.Session, finder string) []bpfsyms.Head {
+	var set *bpfsyms.Set
+	switch finder {
+	case kdumpsyms.FinderFtrace:
+		set, _ = s.Ftrace()
+	case kdumpsyms.FinderBPF:
+		set, _ = s.BPF()
+	case kdumpsyms.FinderKprobes:
+		set, _ = s.Kprobes()
+	}
+	if set == nil {
+		return nil
+	}
+	return set.Heads()
 }
 
 func orUnknown(s string) string {

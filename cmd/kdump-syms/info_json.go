@@ -60,6 +60,15 @@ type finderReport struct {
 	Enabled bool   `json:"enabled"`
 	Symbols int    `json:"symbols"`
 	Error   string `json:"error,omitempty"`
+	// Heads are the list heads a pseudo-module finder read, and how each
+	// was found.
+	Heads []headReport `json:"list_heads,omitempty"`
+}
+
+type headReport struct {
+	Symbol string `json:"symbol"`
+	Addr   uint64 `json:"address"`
+	How    string `json:"how"`
 }
 
 // dumpReport fills what the dump and its VMCOREINFO say, decoding nothing.
@@ -130,6 +139,9 @@ func symbolReport(s *kdumpsyms.Session, r *infoReport) {
 		if err := fd.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { fr.Symbols++; return true }); err != nil {
 			fr.Error = err.Error()
 			fr.Symbols = 0
+		}
+		for _, h := range pseudoHeads(s, f.Name) {
+			fr.Heads = append(fr.Heads, headReport{Symbol: h.Symbol, Addr: h.Addr, How: h.How})
 		}
 		r.Finders = append(r.Finders, fr)
 	}

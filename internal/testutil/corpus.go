@@ -444,53 +444,10 @@ func (g *CorpusGuest) ArchName() string {
 // symbol-based paths start from: the `modules` list head, `__start_BTF`
 // (before v6.10), the ftrace, BPF and kprobes list heads. It does not when
 // the kernel lacks CONFIG_KALLSYMS_ALL (Debian's arm64 6.1, i386 5.10);
-// modules are then found by scanning (see FinderFailures and
-// ExpectedAllText for what the whole session gives).
+// the session then finds the modules by scanning and the other list heads
+// through the code that uses them, and still prints the whole
+// /proc/kallsyms.
 func (g *CorpusGuest) ExpectModules() bool { return g.Manifest.KallsymsAll }
-
-// FinderFailure is a finder of the session's chain that fails on a guest's
-// dump today, and a text its error contains.
-type FinderFailure struct {
-	Finder   string // "modules", "ftrace", "bpf", "kprobes"
-	Contains string
-}
-
-// FinderFailures lists, in chain order, the finders whose All fails on
-// the guest's dumps today; every other finder must succeed and, together,
-// print ExpectedAllText. Without KALLSYMS_ALL the module finder works
-// (BTF found by scan or layouts inferred, the module list found by a
-// scan), but ftrace, bpf and kprobes fail naming MissingDataSymbols: their
-// list heads are data symbols kallsyms does not hold. (A kernel without
-// CONFIG_BPF_JIT, Debian's s390x 6.12, has no bpf_kallsyms list and no
-// [bpf] lines; its bpf finder is empty, not failing.)
-func (g *CorpusGuest) FinderFailures() []FinderFailure {
-	if !g.ExpectModules() {
-		return []FinderFailure{{"ftrace", MissingDataSymbols}, {"bpf", MissingDataSymbols}, {"kprobes", MissingDataSymbols}}
-	}
-	return nil
-}
-
-// MissingDataSymbols is what the errors of the ftrace, bpf and kprobes
-// finders say on a kernel without KALLSYMS_ALL.
-const MissingDataSymbols = "kallsyms without data symbols"
-
-// ExpectedAllText is what `kdump-syms all` prints from the guest's dumps:
-// the whole ground truth, less (without KALLSYMS_ALL) the lines of the
-// finders FinderFailures names.
-func (g *CorpusGuest) ExpectedAllText(tb testing.TB) []byte {
-	tb.Helper()
-	if g.ExpectModules() {
-		return g.KallsymsText(tb)
-	}
-	var out []byte
-	for line := range bytes.Lines(g.KallsymsText(tb)) {
-		if bytes.HasSuffix(line, []byte("\t[bpf]\n")) || bytes.HasSuffix(line, []byte("\t[__builtin__ftrace]\n")) || bytes.HasSuffix(line, []byte("\t[__builtin__kprobes]\n")) {
-			continue
-		}
-		out = append(out, line...)
-	}
-	return out
-}
 
 // MissingSymbol is the symbol the symbol-based paths (the modules list
 // head and BTF by __start_BTF, which ExpectModules guards) name when the
