@@ -156,6 +156,10 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 		err := f()
 		sel.Consumers = append(sel.Consumers, Consumer{Name: name, Pages: sel.snapshot(), Err: err})
 		if err != nil && errors.Is(err, memory.ErrCorrupt) {
+			if strings.HasPrefix(err.Error(), name+": ") {
+				// The stage's package already names it.
+				return fmt.Errorf("extract: %s: %w", paths[0], err)
+			}
 			return fmt.Errorf("extract: %s: %s: %w", paths[0], name, err)
 		}
 		return nil

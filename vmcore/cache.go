@@ -83,6 +83,11 @@ func cached(r io.ReaderAt, size int64, wrapper string, opt Options) (*unwrapped,
 	return &unwrapped{path: entry}, nil
 }
 
+// ErrUnsafeCache means the cache directory is not the user's own: others
+// could read the decompressed dumps or plant an entry. The dump is not
+// opened; the user fixes the directory or opts out of the cache.
+var ErrUnsafeCache = errors.New("unsafe cache directory")
+
 // checkCacheDir creates dir (mode 0700) or checks that it is a directory of
 // the user's that others cannot write to or read.
 func checkCacheDir(dir string) error {
@@ -97,10 +102,10 @@ func checkCacheDir(dir string) error {
 		return fmt.Errorf("cache %s is not a directory", dir)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("cache directory %s is open to others (mode %#o); make it 0700", dir, st.Mode().Perm())
+		return fmt.Errorf("cache directory %s is open to others (mode %#o); make it 0700: %w", dir, st.Mode().Perm(), ErrUnsafeCache)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
-		return fmt.Errorf("cache directory %s belongs to uid %d, not to this user", dir, sys.Uid)
+		return fmt.Errorf("cache directory %s belongs to uid %d, not to this user: %w", dir, sys.Uid, ErrUnsafeCache)
 	}
 	return nil
 }

@@ -116,7 +116,7 @@ func TestCache(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.Chmod(dir, 0o777))
 		_, err := OpenWith(Options{CacheDir: dir}, p)
-		require.ErrorContains(t, err, "open to others")
+		require.ErrorIs(t, err, ErrUnsafeCache)
 	})
 }
 

@@ -229,16 +229,6 @@ func oneLine(source string, err error) string {
 			msg = strings.TrimPrefix(msg, p)
 		}
 	}
-	// Wrappers that restate their package ("kallsyms: kallsyms: at")
-	// say it once.
-	parts := strings.Split(msg, ": ")
-	out := parts[:1]
-	for _, p := range parts[1:] {
-		if p != out[len(out)-1] {
-			out = append(out, p)
-		}
-	}
-	msg = strings.Join(out, ": ")
 	if source == "?" {
 		return msg
 	}
