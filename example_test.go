@@ -3,7 +3,6 @@ package kdumpsyms_test
 import (
 	"fmt"
 	"log"
-	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
@@ -20,24 +19,30 @@ func ExampleOpen() {
 	}
 	defer s.Close()
 
-	// Name to address: the core kernel and a module.
+	// Name to address: the core kernel and a module. (The addresses
+	// are this boot's, KASLR-shifted.)
+	var addrs []uint64
 	for _, name := range []string{"vfs_read", "xfs_fs_fill_super"} {
 		sym, err := s.Chain().LookupName(name)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%s %#x %c %q\n", sym.Name, sym.Addr, sym.Kind, sym.Module)
+		fmt.Printf("%s %c %q\n", sym.Name, sym.Kind, sym.Module)
+		addrs = append(addrs, sym.Addr)
 	}
 	// Address to symbol, as the kernel's %pS prints it.
-	sym, err := s.Chain().Lookup(0xffffffffbba45d80 + 0x2a)
-	if err != nil {
-		log.Fatal(err)
+	for _, a := range []uint64{addrs[0] + 0x2a, addrs[1] + 0x10} {
+		sym, err := s.Chain().Lookup(a)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(sym.Format(a))
 	}
-	fmt.Println(strings.SplitN(sym.Format(0xffffffffbba45d80+0x2a), "/", 2)[0])
 	// Output:
-	// vfs_read 0xffffffffbba45d80 T ""
-	// xfs_fs_fill_super 0xffffffffc0367030 t "xfs"
-	// vfs_read+0x2a
+	// vfs_read T ""
+	// xfs_fs_fill_super t "xfs"
+	// vfs_read+0x2a/0x370
+	// xfs_fs_fill_super+0x10/0x9b0 [xfs]
 }
 
 // A caller's own finder joins the chain and answers before the dump's

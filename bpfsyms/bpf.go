@@ -21,12 +21,17 @@ const oldKsymNameLen = 128
 // it lacks is one the kernel lacks.
 const dataWitness = "init_task"
 
+// textWitness is a function every kernel has: its presence shows that
+// Code.Func reads a real symbol table.
+const textWitness = "schedule"
+
 // LoadBPF walks the kernel's bpf_kallsyms list and returns its entries as
 // a set named "bpf": type 't', module "bpf", each of size end-start so that
 // an address past an image's end is not in it.
 //
-// A kernel whose kallsyms has data symbols but no bpf_kallsyms was built
-// without CONFIG_BPF_JIT: its set is empty, with no error. A nil set comes
+// A kernel whose kallsyms has data symbols but no bpf_kallsyms, or (with
+// Options.Code) text symbols but no bpf_get_kallsym, was built without
+// CONFIG_BPF_JIT: its set is empty, with no error. A nil set comes
 // with an error wrapping ErrMissingInfo (no bpf_kallsyms symbol in a
 // kallsyms without data symbols, no struct bpf_ksym or bpf_prog_aux layout, btflayout.ErrNoBTF) or
 // a *memory.FaultError (the list head cannot be read). Otherwise entries
@@ -44,6 +49,16 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 			// list head's absence is the kernel's: built without
 			// CONFIG_BPF_JIT, it has no BPF symbols to list.
 			return newSet(FinderBPF, nil, nil), nil
+		}
+		if ld.code != nil && ld.code.Func != nil {
+			_, _, printer := ld.code.Func("bpf_get_kallsym")
+			_, _, text := ld.code.Func(textWitness)
+			if !printer && text {
+				// Text symbols but not the function that prints BPF
+				// symbols: a kernel without CONFIG_BPF_JIT (or older
+				// than v4.11), whose /proc/kallsyms has no BPF lines.
+				return newSet(FinderBPF, nil, nil), nil
+			}
 		}
 		return nil, err
 	}

@@ -165,7 +165,9 @@ func TestCorpusThroughCode(t *testing.T) {
 				for _, h := range want.Heads() {
 					byName[h.Symbol] = h.Addr
 				}
-				require.NotEmpty(t, got.Heads())
+				// Heads as many as the symbol table gives: none for the
+				// BPF list of a kernel without the JIT (s390x).
+				require.Len(t, got.Heads(), len(want.Heads()), want.Name())
 				for _, h := range got.Heads() {
 					assert.Contains(t, h.How, "the code of ", h.Symbol)
 					if a, ok := byName[h.Symbol]; ok {

@@ -31,6 +31,9 @@ func LoadFtrace(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 	const tramps = "ftrace_ops_trampoline_list"
 	why := "a kernel without CONFIG_DYNAMIC_FTRACE, or older than v5.9"
 	mapsHead, haveMaps := ld.syms("ftrace_mod_maps")
+	if haveMaps {
+		ld.heads = append(ld.heads, Head{Symbol: "ftrace_mod_maps", Addr: mapsHead, How: "the symbol table"})
+	}
 	var not []uint64
 	if _, ok := ld.syms(tramps); !ok && !haveMaps && ld.code != nil {
 		// Both heads are found through code, where ftrace_mod_get_kallsym
