@@ -28,8 +28,14 @@
 //     -second and -third tables (the top one's type read from its
 //     entries), segment and page tables, with 1 MiB and 2 GiB frames.
 //     docs/formats.md §4.4.
+//   - riscv64: the kernel image (va − va_kernel_pa_offset, from the 2 MiB
+//     boundary below _stext where the walk agrees), the linear map
+//     (PAGE_OFFSET and phys_ram_base, KERN_VIRT_SIZE long) and an Sv39,
+//     Sv48 or Sv57 walk of swapper_pg_dir (the mode from VA_BITS) with
+//     superpages at every level and Svnapot 64 KiB pages.
+//     docs/formats.md §4.5.
 //
-// Other architectures (ppc64le, riscv64, ...) fail with an error wrapping
+// Other architectures (ppc64le, ...) fail with an error wrapping
 // errors.ErrUnsupported.
 //
 // A fast path is used only where it is exact: it gives the same answer as

@@ -13,8 +13,8 @@ import (
 
 // FuzzWalk feeds random page-table pages to the walkers: data is cut into
 // 4 KiB pages placed at consecutive pfns from 0x100 (the first holds the
-// x86_64 top-level table, the i386 swapper_pg_dir, arm64's root and the
-// first of the four of s390x's swapper_pg_dir), and
+// x86_64 top-level table, the i386 swapper_pg_dir, arm64's and riscv64's
+// roots and the first of the four of s390x's swapper_pg_dir), and
 // every architecture translates and reads va. Nothing may panic, every
 // failure must be a *memory.FaultError carrying va, and a success must be
 // reproducible through the TLB. Mapped lists the 16 MiB around va (see
@@ -58,7 +58,19 @@ func FuzzWalk(f *testing.F) {
 	for pfn := uint64(0x100); sm.pages[pfn] != nil; pfn++ {
 		s390seed = append(s390seed, sm.pages[pfn]...)
 	}
-	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed}
+	// A riscv64 Sv39 swapper_pg_dir at 0x100000 with a 4 KiB page, a
+	// 2 MiB and a 1 GiB one (flags 0x40 picks Sv39).
+	rm := newPhysMem(4096)
+	rb := &rvBuilder{m: rm, root: 0x100000, levels: 3}
+	rm.page(0x100)
+	rb.mapPage(0xffffffff7f001000, 0x102000, 12, rvRead|rvExec)
+	rb.mapPage(0xffffffff80000000, 0x200000, 21, rvRead|rvWrite|rvExec)
+	rb.mapPage(0xffffffd600000000, 0x80000000, 30, rvRead|rvWrite)
+	var rvseed []byte
+	for pfn := uint64(0x100); rm.pages[pfn] != nil; pfn++ {
+		rvseed = append(rvseed, rm.pages[pfn]...)
+	}
+	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed, rvseed}
 	f.Add(uint8(0), []byte(nil), uint64(0xffffc90000001234), uint8(0))
 	f.Add(uint8(0), []byte(nil), uint64(0xffff888000012345), uint8(0x10))
 	f.Add(uint8(1), []byte(nil), uint64(0xffffc90000001234), uint8(1))
@@ -67,6 +79,9 @@ func FuzzWalk(f *testing.F) {
 	f.Add(uint8(fuzzRaw), []byte{}, uint64(0), uint8(0xff))
 	f.Add(uint8(4), []byte(nil), uint64(0x3ff00001234), uint8(0))
 	f.Add(uint8(4), []byte(nil), uint64(0x3ff80123456), uint8(0))
+	f.Add(uint8(5), []byte(nil), uint64(0xffffffff7f001234), uint8(0x40))
+	f.Add(uint8(5), []byte(nil), uint64(0xffffffd600123456), uint8(0x40))
+	f.Add(uint8(5), []byte(nil), uint64(0xffffffff80123456), uint8(0xc0))
 
 	f.Fuzz(func(t *testing.T, mode uint8, data []byte, va uint64, flags uint8) {
 		if mode&fuzzRaw != 0 {
@@ -108,11 +123,18 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 	vaBits := []string{"39", "48", "52", "47"}[flags>>4&3]
 	armInfo, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffff800000100000\nNUMBER(kimage_voffset)=0xffff800000000000\nNUMBER(PHYS_OFFSET)=0x40000000\nNUMBER(VA_BITS)=" + vaBits + "\n"))
 	s390info, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(_stext)=100000\nSYMBOL(swapper_pg_dir)=100000\nKERNELOFFSET=0\n"))
+	// riscv64: swapper_pg_dir at physical 0x100000 through the image
+	// mapping; Sv39, Sv48 or Sv57 from flags bits 6-7 (3: VA_BITS the
+	// walk refuses).
+	rvBits := []string{"48", "39", "57", "40"}[flags>>6&3]
+	rvinfo, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(swapper_pg_dir)=ffffffff80100000\nSYMBOL(_stext)=ffffffff80002000\n" +
+		"NUMBER(va_kernel_pa_offset)=0xffffffff80000000\nNUMBER(phys_ram_base)=0\nNUMBER(PAGE_OFFSET)=0xffffffd600000000\nNUMBER(VA_BITS)=" + rvBits + "\n"))
 	for _, cfg := range []Config{
 		{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390info, Phys: m},
 		{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
 		{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
 		{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
+		{Arch: "riscv64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: rvinfo, Phys: m},
 	} {
 		tr, err := New(cfg)
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // Config describes the dump a Translator reads.
 type Config struct {
-	// Arch is the architecture: "x86_64", "arm64", "i386" or "s390x"
+	// Arch is the architecture: "x86_64", "arm64", "i386", "s390x" or "riscv64"
 	// (aliases "amd64", "aarch64", "386"/"i686", "s390" are accepted).
 	// Others fail with an error wrapping errors.ErrUnsupported.
 	Arch string
@@ -117,6 +117,8 @@ func New(cfg Config) (Translator, error) {
 		t, err = newI386(cfg)
 	case "s390x", "s390":
 		t, err = newS390X(cfg)
+	case "riscv64":
+		t, err = newRISCV64(cfg)
 	default:
 		return nil, fmt.Errorf("vtop: architecture %q: %w", cfg.Arch, errors.ErrUnsupported)
 	}
