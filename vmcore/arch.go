@@ -3,10 +3,8 @@ package vmcore
 import (
 	"debug/elf"
 	"encoding/binary"
-	"fmt"
 	"strings"
 
-	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
@@ -119,20 +117,24 @@ func archFromUname(m string) Arch {
 	return Arch{Name: name, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "kdump-header"}
 }
 
-// resolveArch merges the container's architecture with VMCOREINFO's.
-func resolveArch(c Arch, info *vmcoreinfo.Info) (Arch, error) {
+// resolveArch merges the container's architecture with VMCOREINFO's. What
+// the container records (the ELF e_machine, the kdump header's utsname
+// machine) identifies the architecture; VMCOREINFO only hints at it
+// (vmcoreinfo.Info.Arch guesses from lines several architectures share),
+// so it decides only when the container does not say, and a hint that
+// disagrees with the container is no evidence of corruption: the
+// container wins.
+func resolveArch(c Arch, info *vmcoreinfo.Info) Arch {
 	var vi string
 	if info != nil {
 		vi = info.Arch()
 	}
 	switch {
 	case c.Name == "" && vi == "":
-		return c, nil
+		return c
 	case c.Name == "":
 		ai := archInfo[vi]
-		return Arch{Name: vi, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "vmcoreinfo"}, nil
-	case vi != "" && vi != c.Name:
-		return Arch{}, fmt.Errorf("architecture mismatch: container says %s (%s), VMCOREINFO says %s: %w", c.Name, c.Source, vi, memory.ErrCorrupt)
+		return Arch{Name: vi, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "vmcoreinfo"}
 	}
 	if ai, ok := archInfo[c.Name]; ok {
 		if c.ByteOrder == nil {
@@ -142,7 +144,7 @@ func resolveArch(c Arch, info *vmcoreinfo.Info) (Arch, error) {
 			c.PtrSize = ai.ptr
 		}
 	}
-	return c, nil
+	return c
 }
 
 func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }

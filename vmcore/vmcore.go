@@ -278,10 +278,7 @@ func (d *Dump) init(opt Options) error {
 	if d.raw != nil {
 		d.info, d.infoErr = vmcoreinfo.Parse(d.raw)
 	}
-	var err error
-	if d.arch, err = resolveArch(arch, d.info); err != nil {
-		return err
-	}
+	d.arch = resolveArch(arch, d.info)
 	d.pageSize = d.be.pageSize()
 	if d.info != nil {
 		if ps, ok := d.info.PageSize(); ok && ps <= 1<<30 {

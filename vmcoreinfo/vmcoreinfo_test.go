@@ -58,6 +58,15 @@ func TestParse(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "whatever", s)
 	assert.Equal(t, "x86_64", in.Arch())
+	for text, want := range map[string]string{
+		"NUMBER(VA_BITS)=48\nNUMBER(kimage_voffset)=0xffff800000000000\n":      "arm64",
+		"NUMBER(VA_BITS)=57\nNUMBER(phys_ram_base)=2147483648\n":               "riscv64",
+		"NUMBER(VA_BITS)=39\nNUMBER(va_kernel_pa_offset)=0xfffffffeffe00000\n": "riscv64",
+	} {
+		ri, err := Parse([]byte("OSRELEASE=6.12.0\n" + text))
+		require.NoError(t, err)
+		assert.Equal(t, want, ri.Arch(), text)
+	}
 	assert.Len(t, in.Lines(), 16)
 	assert.Equal(t, "OSRELEASE", in.Lines()[0].Key)
 	assert.Equal(t, "init_top_pgt", in.Lines()[15].Key[7:19])
