@@ -172,7 +172,7 @@ func s390x(pc uint64, code []byte) []uint64 {
 
 // riscv64 follows the values AUIPC and LUI put in registers through the
 // ADDI instructions after them, and yields every address an ADDI, a load
-// or a store (RV64I, F/D, and the C extension's register-based forms)
+// or a store (not AUIPC's own partial value) (RV64I, F/D, and the C extension's register-based forms)
 // computes from a register so known. Any other instruction writing a
 // register makes it unknown. x0 is never known.
 func riscv64(pc uint64, code []byte) []uint64 {
@@ -201,10 +201,11 @@ func riscv64(pc uint64, code []byte) []uint64 {
 		immI := uint64(int64(int32(w)) >> 20)
 		immS := uint64(int64(int32(w&0xfe000000))>>20 | int64(w>>7&31))
 		switch w & 0x7f {
-		case 0x17: // AUIPC
-			v := at + uint64(int64(int32(w&0xfffff000)))
-			set(rd, v, true)
-			out = append(out, v)
+		case 0x17: // AUIPC: pc + hi20 alone is no address (the low 12 bits
+			// come with the ADDI, load or store after it), so only a
+			// register value; yielding it made a mutex's wait_list next
+			// to ftrace_ops_trampoline_list a second candidate on 6.12.
+			set(rd, at+uint64(int64(int32(w&0xfffff000))), true)
 		case 0x37: // LUI
 			set(rd, uint64(int64(int32(w&0xfffff000))), true)
 		case 0x13: // OP-IMM: ADDI follows, the others write rd

@@ -126,7 +126,7 @@ func TestRISCV64(t *testing.T) {
 	code = append(code, le32(3<<12|15<<15|0x23)...) // sd zero, 0(a5)
 	got, err := Refs("riscv64", pc, code)
 	require.NoError(t, err)
-	want := []uint64{0x1000010, base, base + 0x678 - 8 - 4, base + 0x678 - 8, base + 0x678 - 8 + 8, base + 0x678, base + 0x678 + 16, base + 0x678 + 24}
+	want := []uint64{0x1000010, base + 0x678 - 8 - 4, base + 0x678 - 8, base + 0x678 - 8 + 8, base + 0x678, base + 0x678 + 16, base + 0x678 + 24}
 	slices.Sort(want)
 	want = slices.Compact(want)
 	require.Equal(t, want, got)
