@@ -54,7 +54,7 @@ func TestPanicCorpus(t *testing.T) {
 				require.Equal(t, rep.LogCPU, rep.CrashingCPU, "notes are in CPU order")
 				c := rep.CPUs[rep.CrashingCPU]
 				assert.True(t, c.Crashing)
-				pcName := map[string]string{"arm64": "pc", "x86_64": "rip", "i386": "eip", "s390x": "psw_addr"}[g.ArchName()]
+				pcName := map[string]string{"arm64": "pc", "x86_64": "rip", "i386": "eip", "s390x": "psw_addr", "riscv64": "pc"}[g.ArchName()]
 				for _, r := range c.Registers {
 					if r.Name == pcName {
 						assert.NotEmpty(t, r.Symbol, "the crashing CPU's %s %s", r.Name, r.Value)
@@ -94,7 +94,9 @@ func TestPanicCorpus(t *testing.T) {
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
-var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\]  (\? )?(?:\[<[0-9a-f]+>\] )?([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
+// traceLine is a call-trace line of the console; riscv64 prints its
+// "[<addr>] sym+off/size" after one space, the others after two.
+var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\]  ?(\? )?(?:\[<[0-9a-f]+>\] )?([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
 
 // consoleTrace returns the functions of the console's call trace from
 // panic on, skipping the entries x86 marks "?" (found by scanning the stack,
