@@ -138,7 +138,7 @@ func newRISCV64(cfg Config) (*translator, error) {
 	haveLinear := okPO && okRB && pageOff>>(vaBits-1) != 0 && linear.Last > linear.Start
 
 	// The kernel image: its own mapping since v5.13 (va_kernel_pa_offset
-	// in VMCOREINFO since v6.4), else inside the linear map.
+	// in VMCOREINFO since about v6.5), else inside the linear map.
 	kvo, okKVO := in.Number("va_kernel_pa_offset")
 	var image FastPath
 	switch {

@@ -226,8 +226,8 @@ func TestRISCV64New(t *testing.T) {
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
 	assert.ErrorContains(t, err, "top-level page table")
 
-	// Before va_kernel_pa_offset (v5.13–6.3 export none): the linear
-	// alias of swapper_pg_dir, when it lies in the linear map.
+	// No va_kernel_pa_offset line: before v5.13 the image, and so
+	// swapper_pg_dir, lay in the linear map.
 	in := info(t, "NUMBER(VA_BITS)=39", fmt.Sprintf("NUMBER(phys_ram_base)=%d", rvRAM),
 		"NUMBER(PAGE_OFFSET)=0xffffffd600000000", "SYMBOL(swapper_pg_dir)=ffffffd601c00000")
 	tr, err := New(cfg(in))
