@@ -186,9 +186,10 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 // fuzzMapped lists the mapped runs of the 16 MiB window around va: they
 // must be non-empty, in increasing order, apart (neighbours are merged)
 // and inside the window, and stopping after the first must end the walk.
-// On s390x, whose walk and enumeration check the same entry bits, table
-// lengths and address-space size, the first and last byte of every run
-// must translate through the walk and the byte after it must not.
+// On s390x and riscv64 (canonical windows), whose walk and enumeration
+// check the same entry bits (and, s390x, table lengths and address-space
+// size), the first and last byte of every run must translate through the
+// walk and the byte after it must not.
 func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 	m, ok := tr.(Mapper)
 	if !ok {
@@ -222,18 +223,29 @@ func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 		t.Fatalf("%s: Mapped went on after yield returned false (%d calls)", arch, n)
 	}
 	x := tr.(*translator)
-	if arch != "s390x" || x.walk == nil {
+	if x.walk == nil {
+		return
+	}
+	switch arch {
+	case "s390x":
+	case "riscv64":
+		// The same entry rules; the window is canonical with va.
+		bits := 12 + 9*uint(x.layout.Levels)
+		if top := int64(va) >> (bits - 1); top != 0 && top != -1 {
+			return
+		}
+	default:
 		return
 	}
 	for _, r := range runs {
 		for _, a := range []uint64{r[0], r[1] - 1} {
 			if _, err := x.walk(a); err != nil {
-				t.Fatalf("s390x: %#x in mapped run [%#x, %#x) does not walk: %v", a, r[0], r[1], err)
+				t.Fatalf("%s: %#x in mapped run [%#x, %#x) does not walk: %v", arch, a, r[0], r[1], err)
 			}
 		}
 		if r[1] < hi {
 			if pa, err := x.walk(r[1]); err == nil {
-				t.Fatalf("s390x: %#x after mapped run [%#x, %#x) walks to %#x", r[1], r[0], r[1], pa)
+				t.Fatalf("%s: %#x after mapped run [%#x, %#x) walks to %#x", arch, r[1], r[0], r[1], pa)
 			}
 		}
 	}
