@@ -33,7 +33,7 @@
 //     (PAGE_OFFSET and phys_ram_base, KERN_VIRT_SIZE long) and an Sv39,
 //     Sv48 or Sv57 walk of swapper_pg_dir (the mode from VA_BITS) with
 //     superpages at every level and Svnapot 64 KiB pages.
-//     docs/formats.md §4.5.
+//     docs/formats.md §4.7.
 //
 // Other architectures (ppc64le, ...) fail with an error wrapping
 // errors.ErrUnsupported.

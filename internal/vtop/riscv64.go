@@ -10,7 +10,7 @@ import (
 
 // riscv64 page-table entries (RISC-V privileged architecture, "Sv39",
 // "Sv48", "Sv57"; arch/riscv/include/asm/pgtable-bits.h), docs/formats.md
-// §4.5. Every level is a 4 KiB table of 512 8-byte entries indexed by 9
+// §4.7. Every level is a 4 KiB table of 512 8-byte entries indexed by 9
 // bits of the VA; Sv39 has 3 levels, Sv48 4, Sv57 5. An entry with V set
 // and R, W, X clear points at the next table; one with R or X set is a
 // leaf at any level (a 2 MiB, 1 GiB, 512 GiB or 256 TiB "superpage" above
@@ -102,7 +102,7 @@ func (r *riscv64) walk(va uint64) (uint64, error) {
 // map of physical memory (va − PAGE_OFFSET + phys_ram_base, over the
 // KERN_VIRT_SIZE the kernel gives it) and walks swapper_pg_dir for
 // everything else (modules, BPF, vmalloc), with as many levels as VA_BITS
-// says the kernel runs with (docs/formats.md §4.5).
+// says the kernel runs with (docs/formats.md §4.7).
 func newRISCV64(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
