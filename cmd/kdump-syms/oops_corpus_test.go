@@ -94,10 +94,7 @@ func TestOopsCorpus(t *testing.T) {
 				flags []string
 				want  string
 			}{{nil, want.String()}, {[]string{"--addresses"}, wantAddrs.String()}} {
-				old := stdinReader
-				stdinReader = strings.NewReader(in.String())
-				code, stdout, stderr := runCLI(append(append([]string{"addr"}, tc.flags...), dump, "-")...)
-				stdinReader = old
+				code, stdout, stderr := runCLIStdin(strings.NewReader(in.String()), append(append([]string{"addr"}, tc.flags...), dump, "-")...)
 				require.Equal(t, exitOK, code, stderr)
 				assertSameText(t, tc.want, stdout)
 			}

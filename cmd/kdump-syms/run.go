@@ -140,8 +140,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	err := dispatch(args, stdout, stderr)
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdin, stdout, stderr)
 	var ue usageError
 	var ex exitCode
 	switch {
@@ -169,7 +169,7 @@ type exitCode int
 
 func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
 
-func dispatch(args []string, stdout, stderr io.Writer) error {
+func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usageText)
 		return usagef("no command")
@@ -185,7 +185,7 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	case "all":
 		return cmdAll(args, stdout, stderr)
 	case "addr":
-		return cmdAddr(args, stdout, stderr)
+		return cmdAddr(args, stdin, stdout, stderr)
 	case "name":
 		return cmdName(args, stdout, stderr)
 	case "info":
@@ -392,7 +392,7 @@ func (l reportingLookuper) Find(q symfinder.Query) ([]symfinder.Symbol, error) {
 	return syms, err
 }
 
-func cmdAddr(args []string, stdout, stderr io.Writer) error {
+func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR|NAME+0xOFF[/0xSIZE] [MOD]... | addr [flags] VMCORE -")
 	c.register(fs)
@@ -442,7 +442,7 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 		if stdin {
 			o := &oopsReader{r: lk, digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
 				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386"}
-			err := o.symbolizeStream(stdinReader, stdout)
+			err := o.symbolizeStream(stdinText, stdout)
 			resolved = o.resolved
 			if o.unresolved > 0 {
 				c.rep.miss(fmt.Sprintf("%d addresses in the text", o.unresolved))
@@ -484,9 +484,6 @@ func moduleSuffix(m string) string {
 	}
 	return " in " + m
 }
-
-// stdinReader is the text "addr -" symbolizes; tests replace it.
-var stdinReader io.Reader = os.Stdin
 
 func cmdName(args []string, stdout, stderr io.Writer) error {
 	var c common

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,13 @@ import (
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
+	return runCLIStdin(strings.NewReader(""), args...)
+}
+
+// runCLIStdin is runCLI with stdin as the command's standard input.
+func runCLIStdin(stdin io.Reader, args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
-	code = run(args, &o, &e)
+	code = run(args, stdin, &o, &e)
 	return code, o.String(), e.String()
 }
 
@@ -159,10 +165,7 @@ func TestAddrCorpus(t *testing.T) {
 				want.WriteString("SIZE" + suffix + " ? garbage\n")
 			}
 			require.Greater(t, picked, 10)
-			old := stdinReader
-			stdinReader = strings.NewReader(oops.String())
-			defer func() { stdinReader = old }()
-			code, stdout, stderr := runCLI("addr", dump, "-")
+			code, stdout, stderr := runCLIStdin(strings.NewReader(oops.String()), "addr", dump, "-")
 			require.Equal(t, exitOK, code, stderr)
 			// Sizes are checked by the kallsyms and modsyms tests; blank them.
 			got := stdout
@@ -222,12 +225,12 @@ func TestBrokenPipe(t *testing.T) {
 	paths := g.RequireDump(t, testutil.DumpQEMUELF)
 	var e bytes.Buffer
 	w := &closedPipe{err: syscall.EPIPE}
-	code := run([]string{"all", paths[0]}, w, &e)
+	code := run([]string{"all", paths[0]}, nil, w, &e)
 	assert.Equal(t, exitOK, code)
 	assert.Empty(t, e.String())
 	assert.NotZero(t, w.n)
 	w.err = syscall.ENOSPC
-	code = run([]string{"all", paths[0]}, w, &e)
+	code = run([]string{"all", paths[0]}, nil, w, &e)
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, e.String(), "no space left on device")
 }
