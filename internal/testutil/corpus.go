@@ -20,8 +20,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/ulikunitz/xz"
 )
 
 // RootModule is the module path whose go.mod marks the repository root.
@@ -455,14 +453,15 @@ func (g *CorpusGuest) ExpectModules() bool { return g.Manifest.KallsymsAll }
 const MissingSymbol = "__start_BTF"
 
 // KallsymsText returns the guest's /proc/kallsyms captured just before the
-// crash (decompressed from kallsyms.xz).
+// crash, decompressed from kallsyms.xz once per machine (into the cache
+// the extracts use) rather than on every call: tests ask for it often.
 func (g *CorpusGuest) KallsymsText(tb testing.TB) []byte {
 	tb.Helper()
-	r, err := xz.NewReader(bytes.NewReader(g.read(tb, "kallsyms.xz")))
+	plain, err := decompressedExtract(filepath.Join(g.Dir, "kallsyms.xz"))
 	if err != nil {
 		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
 	}
-	b, err := io.ReadAll(r)
+	b, err := os.ReadFile(plain)
 	if err != nil {
 		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
 	}
