@@ -34,7 +34,9 @@ type kernelOracle struct {
 type oracleModule struct {
 	name    string
 	regions [][2]uint64 // [start, end)
-	syms    []testutil.KallsymsEntry
+	// syms are the module's symbols find_kallsyms_symbol considers:
+	// mapping and absolute symbols are left out once, here.
+	syms []testutil.KallsymsEntry
 }
 
 type oracleHit struct {
@@ -80,7 +82,9 @@ func newKernelOracle(t *testing.T, g *testutil.CorpusGuest, set *modsyms.Set) *k
 				m = &oracleModule{name: e.Module}
 				byMod[e.Module] = m
 			}
-			m.syms = append(m.syms, e)
+			if !isMapping(e.Name) && e.Type != 'a' && e.Type != 'A' {
+				m.syms = append(m.syms, e)
+			}
 		}
 	}
 	slices.SortStableFunc(o.vm, func(a, b testutil.KallsymsEntry) int { return cmp.Compare(a.Addr, b.Addr) })
@@ -168,9 +172,6 @@ func (m *oracleModule) lookup(a uint64, r [2]uint64) oracleHit {
 	best := -1
 	next := r[1]
 	for i, s := range m.syms {
-		if isMapping(s.Name) || s.Type == 'a' || s.Type == 'A' {
-			continue
-		}
 		if s.Addr <= a && (best < 0 || s.Addr > m.syms[best].Addr) {
 			best = i
 		}
