@@ -15,7 +15,13 @@
 //     dump-guest-memory) is read by package elfcore;
 //   - a kdump-compressed file (signature "KDUMP   "), its flattened stream
 //     form (header "makedumpfile") and split sets of several files are read
-//     by package diskdump.
+//     by package diskdump;
+//   - a LiME file (magic "EMiL" or "LiME") or an AVML compressed image
+//     (magic "AVML") is read by package memimage; a raw physical memory
+//     image has no header and is read only when Options.Raw gives its
+//     layout. None of them records VMCOREINFO or the architecture: the note
+//     is found by the memory scan below, the architecture from VMCOREINFO
+//     or Options.Arch.
 //
 // Openers are tried in turn until one returns something other than
 // ErrUnrecognizedFormat, as delve does for core files; when none claims a

@@ -10,6 +10,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/diskdump"
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
+	"github.com/kdumpsyms/kdumpsyms/memimage"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -51,6 +52,18 @@ type Options struct {
 	// virtual map (ELF p_vaddr) and the raw accessors (ELFCore, Kdump) are
 	// not wrapped.
 	WrapPhysical func(memory.Reader) memory.Reader
+	// Raw, when not nil, reads the (single) input as a raw physical memory
+	// image laid out as it says (memimage.NewRaw), without probing: a raw
+	// image has no header. A wrapper (xz, zstd, gzip) is still removed
+	// first. memimage.ParseRawLayout parses the command line's form.
+	Raw []memimage.RawRange
+	// Arch, when not "", names the architecture ("x86_64", "i386",
+	// "arm64", "s390x", ...; see Arch.Name) for a dump whose container
+	// does not record it (LiME, AVML, raw) and whose VMCOREINFO does not
+	// tell (i386 writes no line of its own). Open fails with an error
+	// wrapping memory.ErrCorrupt when the container or VMCOREINFO names
+	// another one.
+	Arch string
 }
 
 // DefaultMaxDecompressedSize is the default cap on a decompressed wrapper:
@@ -174,7 +187,13 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 			plain[i] = u.path
 		}
 	}
-	be, format, err := probePaths(plain)
+	var be backend
+	var format string
+	if opt.Raw != nil {
+		be, format, err = openRaw(plain, opt.Raw)
+	} else {
+		be, format, err = probePaths(plain)
+	}
 	d.release()
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %s: %w", paths[0], err)
@@ -208,11 +227,18 @@ func OpenReaderAt(r io.ReaderAt, size int64, opt Options) (_ *Dump, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %w", err)
 	}
-	if u != nil {
+	switch {
+	case u != nil && opt.Raw != nil:
+		d.be, d.format, err = openRaw([]string{u.path}, opt.Raw)
+		d.release()
+		d.format = w + "+" + d.format
+	case u != nil:
 		d.be, d.format, err = probePaths([]string{u.path})
 		d.release()
 		d.format = w + "+" + d.format
-	} else {
+	case opt.Raw != nil:
+		d.be, d.format, err = openRawReader(r, size, opt.Raw)
+	default:
 		d.be, d.format, err = probeReader(r, size)
 	}
 	if err != nil {
@@ -232,7 +258,7 @@ type opener struct {
 	openRA   func(r io.ReaderAt, size int64) (backend, string, error)
 }
 
-var openers = []opener{elfOpener, kdumpOpener, flatELFOpener}
+var openers = []opener{elfOpener, kdumpOpener, flatELFOpener, memImageOpener}
 
 func probePaths(paths []string) (backend, string, error) {
 	for _, o := range openers {
@@ -272,6 +298,13 @@ func (d *Dump) init(opt Options) error {
 		}
 	}
 	arch := d.be.machine()
+	if opt.Arch != "" {
+		want := archByName(opt.Arch)
+		if arch.Name != "" && arch.Name != want.Name {
+			return fmt.Errorf("architecture mismatch: Options.Arch says %s, the container says %s (%s): %w", want.Name, arch.Name, arch.Source, memory.ErrCorrupt)
+		}
+		arch = want
+	}
 	if d.raw == nil {
 		d.findInMemory(arch, opt)
 	}
@@ -302,8 +335,9 @@ func (d *Dump) containerSource() string {
 	return InfoKdumpHeader
 }
 
-// Format names the container: "elf", "elf-flattened", "kdump", "kdump-flattened" or
-// "kdump-split", prefixed by the wrapper when there is one ("xz+elf",
+// Format names the container: "elf", "elf-flattened", "kdump",
+// "kdump-flattened", "kdump-split", or the memory images "lime", "avml" and
+// "raw" (Options.Raw), prefixed by the wrapper when there is one ("xz+elf",
 // "zstd+kdump", "gzip+elf").
 func (d *Dump) Format() string { return d.format }
 

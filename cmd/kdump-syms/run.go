@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/memimage"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
@@ -36,7 +37,8 @@ Usage:
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
-a kdump-compressed file (makedumpfile, QEMU; flattened too), optionally
+a kdump-compressed file (makedumpfile, QEMU; flattened too), a LiME or AVML
+memory image, or with --raw BASE a raw physical memory image; optionally
 wrapped in xz, zstd or gzip; name the other parts of a split dump with --part.
 VMCORE "-" reads the dump from standard input (a pipe, e.g. makedumpfile -F
 over ssh); pipes and FIFOs are copied to a temporary file first.
@@ -81,6 +83,8 @@ type common struct {
 	noCache      bool
 	demangle     bool
 	layouts      layoutFlags // layouts.go
+	raw          []memimage.RawRange
+	arch         string
 	started      time.Time
 	rep          report
 }
@@ -102,6 +106,16 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.demangle, "demangle", false, "show Rust symbol names (v0 and legacy) demangled")
 	fs.BoolVar(&c.noCache, "no-cache", false, "do not keep decompressed .xz/.zst/.gz dumps in the user's cache directory\n"+
 		"(default: kept, keyed by the wrapped file's SHA-256, 4 GiB at most, least recently used removed first)")
+	fs.Func("raw", "read VMCORE as a raw physical memory image at `BASE[:SIZE][,BASE[:SIZE]...]`\n"+
+		"(its ranges one after the other in the file; e.g. 0x0, 0x40000000, 0:3G,0x100000000)", func(v string) error {
+		l, err := memimage.ParseRawLayout(v)
+		if err == nil {
+			c.raw = l
+		}
+		return err
+	})
+	fs.StringVar(&c.arch, "arch", "", "the dump's architecture `NAME` (x86_64, i386, arm64, s390x, ...) when neither the\n"+
+		"container nor VMCOREINFO tells (LiME, AVML and raw images of i386)")
 	fs.BoolVar(&c.rep.verbose, "v", false, "verbose errors: after each root cause, the full chain of every failure it caused")
 	c.layouts.register(fs)
 }
@@ -250,7 +264,7 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	c.started = time.Now()
 	paths := withSplitSiblings(append(slices.Clone(dumpPaths), c.parts...), stderr)
 	opt := kdumpsyms.Options{
-		Dump:         vmcore.Options{CacheDir: c.cacheDir()},
+		Dump:         vmcore.Options{CacheDir: c.cacheDir(), Raw: c.raw, Arch: c.arch},
 		Lazy:         c.lazy,
 		VMLinux:      c.vmlinux,
 		SystemMap:    c.systemMap,

@@ -5,14 +5,17 @@ package testutil
 // corpus dump's physical memory (ConvertImages).
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/klauspost/compress/snappy"
 
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
@@ -128,4 +131,80 @@ func copyMemory(w io.Writer, src memory.Reader, r PhysRange) error {
 		}
 		a += n
 	}
+}
+
+// Images are the memory images ConvertImages writes.
+type Images struct {
+	LiME, AVML, Raw string // paths
+	// RawLayout is the raw image's layout as kdump-syms --raw takes it:
+	// its base, "0x40000000".
+	RawLayout string
+}
+
+// rawGapLimit ends a raw image at the first gap between saved ranges this
+// large: x86 QEMU dumps hold the BIOS ROM just below 4 GiB, which would make
+// a raw image of a 256 MiB guest 4 GiB long.
+const rawGapLimit = 1 << 30
+
+// ConvertImages converts the ELF core at elfPath (a corpus QEMU ELF dump,
+// or its committed extract) into a LiME file (little-endian headers), an
+// AVML image and a raw image in dir: the same physical memory, every
+// PT_LOAD range of it (the raw image from the range's 1 GiB-aligned base
+// up to the first gap of rawGapLimit, holes as zeros, sparse on disk).
+func ConvertImages(elfPath, dir string) (Images, error) {
+	f, err := elfcore.Open(elfPath)
+	if err != nil {
+		return Images{}, err
+	}
+	defer f.Close()
+	var rs []PhysRange
+	for _, r := range f.PhysicalRanges() {
+		rs = append(rs, PhysRange{r.Start, r.Last})
+	}
+	if len(rs) == 0 {
+		return Images{}, fmt.Errorf("testutil: %s: no physical ranges", elfPath)
+	}
+	im := Images{LiME: filepath.Join(dir, "image.lime"), AVML: filepath.Join(dir, "image.avml"), Raw: filepath.Join(dir, "image.raw")}
+	phys := f.Physical()
+	write := func(path string, w func(*os.File) error) error {
+		fh, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = w(fh)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	if err := write(im.LiME, func(fh *os.File) error {
+		bw := bufio.NewWriterSize(fh, imageCopyChunk)
+		if err := WriteLiME(bw, phys, rs, binary.LittleEndian); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}); err != nil {
+		return Images{}, err
+	}
+	if err := write(im.AVML, func(fh *os.File) error {
+		bw := bufio.NewWriterSize(fh, imageCopyChunk)
+		if err := WriteAVML(bw, phys, rs); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}); err != nil {
+		return Images{}, err
+	}
+	base := rs[0].Start &^ (rawGapLimit - 1)
+	n := 1
+	for n < len(rs) && rs[n].Start-rs[n-1].Last <= rawGapLimit {
+		n++
+	}
+	if err := write(im.Raw, func(fh *os.File) error {
+		return WriteRaw(fh, phys, rs[:n], base, rs[n-1].Last)
+	}); err != nil {
+		return Images{}, err
+	}
+	im.RawLayout = fmt.Sprintf("%#x", base)
+	return im, nil
 }
