@@ -35,6 +35,7 @@ Usage:
   kdump-syms vmcoreinfo [flags] VMCORE [KEY...] the VMCOREINFO note, or the values of KEYs
   kdump-syms panic   [flags] VMCORE            the panic report, the crashing CPU, every CPU's registers
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
+  kdump-syms export  [flags] -o DIR VMCORE     ELF symbol files for gdb, nm, readelf (--format elf)
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
 a kdump-compressed file (makedumpfile, QEMU; flattened too), a LiME or AVML
@@ -52,6 +53,7 @@ Examples:
   kdump-syms info vmcore
   kdump-syms modules vmcore
   kdump-syms extract -o small.elf vmcore
+  kdump-syms export --format elf -o syms vmcore
 
 Each root cause of a failure is printed once, in one line; -v adds the
 full chain.
@@ -208,6 +210,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdModules(args, stdout, stderr)
 	case "extract":
 		return cmdExtract(args, stdout, stderr)
+	case "export":
+		return cmdExport(args, stdout, stderr)
 	case "dmesg":
 		return cmdDmesg(args, stdout, stderr)
 	case "vmcoreinfo":
