@@ -42,6 +42,12 @@
 // and has been found in the first 32 MiB of every guest examined).
 // InfoSource says where the text came from.
 //
+// A container's copy is checked, not trusted (InfoCheck): its OSRELEASE
+// must match init_uts_ns; when it does not, or with Options.CheckInfo, the
+// note in memory is compared with it, and when they differ the one that
+// validates (also by Options.ValidateInfo) is used. Options.VMCOREINFO
+// replaces the text.
+//
 // A dump whose VMCOREINFO does not parse still opens: physical reads do not
 // need it. Info then returns nil and InfoErr the parse error, while
 // VMCOREINFO still returns the raw text.

@@ -64,6 +64,23 @@ type Options struct {
 	// wrapping memory.ErrCorrupt when the container or VMCOREINFO names
 	// another one.
 	Arch string
+	// VMCOREINFO, when not nil, is the VMCOREINFO text to use instead of
+	// the container's copy or the note in memory (a saved
+	// /sys/kernel/vmcoreinfo note's text, kdump-syms vmcoreinfo output of
+	// another dump of the same kernel, makedumpfile -g output).
+	VMCOREINFO []byte
+	// ValidateInfo, when not nil, is one more check of a VMCOREINFO text
+	// when the container's copy and the note in memory differ (see
+	// Dump.InfoCheck): given the kernel address space built from it, it
+	// returns what it checked, or an error saying what does not hold. The
+	// kdumpsyms session passes one that decodes the kallsyms tables and
+	// compares their _stext with the text's SYMBOL(_stext).
+	ValidateInfo func(kmem memory.Reader, info *vmcoreinfo.Info) (checked string, err error)
+	// CheckInfo compares the container's VMCOREINFO with the note in
+	// memory even when the container's passes the cheap check (OSRELEASE
+	// against init_uts_ns). The scan for the note costs up to a second
+	// per 100 MiB of compressed dump before it, so it is not the default.
+	CheckInfo bool
 }
 
 // DefaultMaxDecompressedSize is the default cap on a decompressed wrapper:
@@ -113,6 +130,7 @@ type Dump struct {
 	temps  []string      // named temporary files, removed by Close
 
 	raw        []byte
+	check      InfoCheck
 	info       *vmcoreinfo.Info
 	infoErr    error
 	infoSource string
@@ -291,13 +309,22 @@ func (d *Dump) init(opt Options) error {
 	if opt.WrapPhysical != nil {
 		d.phys = opt.WrapPhysical(d.phys)
 	}
-	if !opt.ForceScan {
+	arch := d.be.machine()
+	switch {
+	case opt.VMCOREINFO != nil:
+		d.origin = InfoOrigin{Kind: InfoOption}
+		d.raw, d.infoSource = opt.VMCOREINFO, InfoOption
+	case !opt.ForceScan:
 		if raw := d.be.vmcoreinfo(); len(raw) > 0 {
 			d.origin = InfoOrigin{Kind: d.containerSource()}
 			d.raw, d.infoSource = raw, d.origin.Kind
+			a := arch
+			if opt.Arch != "" && a.Name == "" {
+				a = archByName(opt.Arch)
+			}
+			d.crossCheck(a, opt)
 		}
 	}
-	arch := d.be.machine()
 	if opt.Arch != "" {
 		want := archByName(opt.Arch)
 		if arch.Name != "" && arch.Name != want.Name {
@@ -355,7 +382,9 @@ func (d *Dump) InfoErr() error { return d.infoErr }
 
 // InfoSource says where VMCOREINFO came from: "elf-note", "kdump-header",
 // "s390-lowcore at 0x…" or "memory-scan at 0x…" (the physical address of
-// the note header), or "" when it was not found.
+// the note header), "option" (Options.VMCOREINFO), or "" when it was not
+// found. When the container's copy differs from the note in memory and
+// only the latter validates, it names the latter (see InfoCheck).
 func (d *Dump) InfoSource() string { return d.infoSource }
 
 // Where VMCOREINFO can come from, as InfoOrigin.Kind names it.
@@ -364,6 +393,7 @@ const (
 	InfoKdumpHeader = "kdump-header" // the kdump sub-header's VMCOREINFO
 	InfoS390Lowcore = "s390-lowcore" // the note the s390 lowcore points to
 	InfoMemoryScan  = "memory-scan"  // a scan of physical memory for the note
+	InfoOption      = "option"       // Options.VMCOREINFO
 )
 
 // InfoOrigin says where VMCOREINFO came from, as values: what InfoSource

@@ -19,6 +19,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/memimage"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 const usageText = `kdump-syms recovers a Linux kernel's symbols from a crash dump (vmcore),
@@ -87,6 +88,8 @@ type common struct {
 	layouts      layoutFlags // layouts.go
 	raw          []memimage.RawRange
 	arch         string
+	vmcoreinfo   string
+	checkInfo    bool
 	started      time.Time
 	rep          report
 }
@@ -118,6 +121,10 @@ func (c *common) register(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&c.arch, "arch", "", "the dump's architecture `NAME` (x86_64, i386, arm64, s390x, ...) when neither the\n"+
 		"container nor VMCOREINFO tells (LiME, AVML and raw images of i386)")
+	fs.StringVar(&c.vmcoreinfo, "vmcoreinfo", "", "use the VMCOREINFO text in `file` instead of the dump's (kdump-syms vmcoreinfo\n"+
+		"output of another dump of the same boot, makedumpfile -g output)")
+	fs.BoolVar(&c.checkInfo, "check-vmcoreinfo", false, "compare the dump's VMCOREINFO with the note in its memory even when it validates\n"+
+		"(a scan of memory; when they differ the one that validates is used, and info says so)")
 	fs.BoolVar(&c.rep.verbose, "v", false, "verbose errors: after each root cause, the full chain of every failure it caused")
 	c.layouts.register(fs)
 }
@@ -268,7 +275,7 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	c.started = time.Now()
 	paths := withSplitSiblings(append(slices.Clone(dumpPaths), c.parts...), stderr)
 	opt := kdumpsyms.Options{
-		Dump:         vmcore.Options{CacheDir: c.cacheDir(), Raw: c.raw, Arch: c.arch},
+		Dump:         vmcore.Options{CacheDir: c.cacheDir(), Raw: c.raw, Arch: c.arch, CheckInfo: c.checkInfo},
 		Lazy:         c.lazy,
 		VMLinux:      c.vmlinux,
 		SystemMap:    c.systemMap,
@@ -276,6 +283,13 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	}
 	if err := c.layouts.apply(&opt); err != nil {
 		return nil, err
+	}
+	if c.vmcoreinfo != "" {
+		text, err := readVMCOREINFOFile(c.vmcoreinfo)
+		if err != nil {
+			return nil, c.rep.fatal(stderr, err)
+		}
+		opt.Dump.VMCOREINFO = text
 	}
 	stop := progress(stderr, "opening "+paths[0])
 	s, err := kdumpsyms.Open(opt, paths...)
@@ -617,4 +631,25 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return c.rep.finish(stderr, found > 0 || !c.rep.explained())
+}
+
+// readVMCOREINFOFile reads a --vmcoreinfo file: VMCOREINFO text, at most
+// vmcoreinfo.MaxSize bytes, that parses.
+func readVMCOREINFOFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, vmcoreinfo.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("--vmcoreinfo %s: %w", name, err)
+	}
+	if len(text) > vmcoreinfo.MaxSize {
+		return nil, fmt.Errorf("--vmcoreinfo %s: larger than %d bytes: %w", name, vmcoreinfo.MaxSize, vmcoreinfo.ErrCorrupt)
+	}
+	if _, err := vmcoreinfo.Parse(text); err != nil {
+		return nil, fmt.Errorf("--vmcoreinfo %s: %w", name, err)
+	}
+	return text, nil
 }
