@@ -136,6 +136,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 	}
 	f := &File{r: r, size: size, format: format, bo: bo}
 	var order []Range // ranges in file order
+	var offs []int64  // their headers' offsets
 	for off := int64(0); off < size; {
 		i := len(order)
 		if size-off < headerSize {
@@ -163,6 +164,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 			return nil, rangeErr(off, i, start, last, "range covers the whole 64-bit address space")
 		}
 		order = append(order, Range{start, last})
+		offs = append(offs, off)
 		data := off + headerSize
 		var err error
 		if format == AVML {
@@ -174,7 +176,7 @@ func NewFile(r io.ReaderAt, size int64) (*File, error) {
 			return nil, err
 		}
 	}
-	if err := checkOverlaps(order, func(i int) int64 { return -1 }); err != nil {
+	if err := checkOverlaps(order, func(i int) int64 { return offs[i] }); err != nil {
 		return nil, err
 	}
 	f.finish(order)

@@ -164,7 +164,7 @@ func TestHostile(t *testing.T) {
 		want string
 		eof  bool
 	}{
-		{"overlap", cat(hdr(limeMagic, 1, 0x1000, 0x1fff), page, hdr(limeMagic, 1, 0x1800, 0x27ff), page), "range 1 [0x1800-0x27ff]: range overlaps range 0 [0x1000-0x1fff]", false},
+		{"overlap", cat(hdr(limeMagic, 1, 0x1000, 0x1fff), page, hdr(limeMagic, 1, 0x1800, 0x27ff), page), "at offset 0x1020: range 1 [0x1800-0x27ff]: range overlaps range 0 [0x1000-0x1fff]", false},
 		{"overlap out of order", cat(hdr(limeMagic, 1, 0x1800, 0x27ff), page, hdr(limeMagic, 1, 0x1000, 0x1fff), page), "range 1 [0x1000-0x1fff]: range overlaps range 0 [0x1800-0x27ff]", false},
 		{"backwards", cat(hdr(limeMagic, 1, 0x2000, 0x1000), page), "range 0 [0x2000-0x1000]: range runs backwards", false},
 		{"past end", cat(hdr(limeMagic, 1, 0x1000, 0x1fff), page[:0x800]), "range 0 [0x1000-0x1fff]: range needs 4096 bytes of data, the file has 2048 left", true},

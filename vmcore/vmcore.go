@@ -440,6 +440,20 @@ func (d *Dump) Kdump() *diskdump.Dump {
 	return nil
 }
 
+// MemImage returns the memory image (LiME, AVML, raw) the dump was read
+// from, or nil when it is not one. As for ELFCore, reads through it bypass
+// Options.WrapPhysical.
+func (d *Dump) MemImage() *memimage.File {
+	be := d.be
+	if ob, ok := be.(*ownedBackend); ok {
+		be = ob.backend
+	}
+	if b, ok := be.(*memImageBackend); ok {
+		return b.f
+	}
+	return nil
+}
+
 // Arch returns the dump's architecture.
 func (d *Dump) Arch() Arch { return d.arch }
 

@@ -103,3 +103,27 @@ func TestImagesBadInput(t *testing.T) {
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, stderr, "range 0 [0x1000-0x2fff]: range needs 8192 bytes of data, the file has 4096 left")
 }
+
+// TestImagesExtract: `kdump-syms extract` of a memory image writes an ELF
+// core of the pages read, with the architecture and VMCOREINFO as a note,
+// from which `all` prints /proc/kallsyms.
+func TestImagesExtract(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
+	if !ok {
+		t.Skip("no committed QEMU ELF extract of " + g.Name)
+	}
+	dir := t.TempDir()
+	im, err := testutil.ConvertImages(src[0], dir)
+	require.NoError(t, err)
+	out := filepath.Join(dir, "small.elf")
+	code, _, stderr := runCLI("extract", "-o", out, "--raw", im.RawLayout, im.Raw)
+	require.Equal(t, exitOK, code, stderr)
+	code, stdout, stderr := runCLI("info", "--no-symbols", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `(?m)^format: +elf$`, stdout)
+	assert.Regexp(t, `(?m)^vmcoreinfo: +elf-note$`, stdout)
+	code, stdout, stderr = runCLI("all", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.True(t, stdout == string(g.KallsymsText(t)), "all differs from /proc/kallsyms")
+}
