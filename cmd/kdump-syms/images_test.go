@@ -127,3 +127,31 @@ func TestImagesExtract(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.True(t, stdout == string(g.KallsymsText(t)), "all differs from /proc/kallsyms")
 }
+
+// fullImagesEnv, set to 1, makes TestImagesFullDump convert the full QEMU
+// ELF dumps of the cache (256 MiB each, about 3 s and 800 MiB of disk per
+// guest), which TestImagesCorpus's extracts cannot show: AVML leaves out
+// all-zero 16 MiB blocks, which a full dump has.
+const fullImagesEnv = "KDUMP_SYMS_FULL_IMAGES"
+
+// TestImagesFullDump is TestImagesCorpus on the full dumps, with
+// fullImagesEnv=1 and the cache present.
+func TestImagesFullDump(t *testing.T) {
+	if os.Getenv(fullImagesEnv) != "1" {
+		t.Skipf("set %s=1 to convert the full corpus dumps (slow)", fullImagesEnv)
+	}
+	for _, name := range imageGuests {
+		g := testutil.CorpusGuestNamed(t, name)
+		t.Run(name, func(t *testing.T) {
+			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
+			im, err := testutil.ConvertImages(src[0], t.TempDir())
+			require.NoError(t, err)
+			want := string(g.KallsymsText(t))
+			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
+				code, stdout, stderr := runCLI(append([]string{"all"}, args...)...)
+				require.Equal(t, exitOK, code, stderr)
+				assert.True(t, stdout == want, "%v: all differs from /proc/kallsyms", args)
+			}
+		})
+	}
+}
