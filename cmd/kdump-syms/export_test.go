@@ -136,6 +136,7 @@ func TestExportCorpus(t *testing.T) {
 				f.Close()
 			}
 			checkGDB(t, dir, truth)
+			checkNM(t, filepath.Join(dir, "vmlinux.syms"), byFile["vmlinux.syms"])
 		})
 	}
 }
@@ -214,6 +215,46 @@ func checkGDB(t *testing.T, dir string, truth []testutil.KallsymsEntry) {
 		assert.True(t, strings.HasPrefix(answers[i], want), "gdb info symbol %#x: %q, want %q...", p.e.Addr+p.off, answers[i], want)
 		if p.e.Module != "" {
 			assert.Contains(t, answers[i], "of "+filepath.Join(dir, p.e.Module+".ko.syms"))
+		}
+	}
+}
+
+// checkNM runs binutils' nm on vmlinux.syms: it lists every symbol, at
+// its address, in the case of its kallsyms letter (global or local; the
+// letter itself is the section's kind, t for code and b for the rest, as
+// the sections hold no data).
+func checkNM(t *testing.T, file string, want []testutil.KallsymsEntry) {
+	nm, err := exec.LookPath("nm")
+	if err != nil {
+		t.Log("nm not installed (apt install binutils): the file is not checked with nm")
+		return
+	}
+	out, err := exec.Command(nm, file).Output()
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Len(t, lines, len(want))
+	upper := map[string]int{} // "addr name" → upper-case letters expected, less those seen
+	for _, e := range want {
+		k := fmt.Sprintf("%0*x %s", len(strings.Fields(lines[0])[0]), e.Addr, e.Name)
+		if e.Type < 'a' {
+			upper[k]++
+		} else {
+			upper[k] += 1 << 16
+		}
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		require.Len(t, f, 3, l)
+		k := f[0] + " " + f[2]
+		if f[1][0] < 'a' {
+			upper[k]--
+		} else {
+			upper[k] -= 1 << 16
+		}
+	}
+	for k, n := range upper {
+		if n != 0 {
+			t.Errorf("nm: %s: binding differs from /proc/kallsyms", k)
 		}
 	}
 }
