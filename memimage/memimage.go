@@ -44,6 +44,7 @@ type File struct {
 	mu    sync.Mutex
 	cache [cachedChunks]cachedChunk
 	tick  uint64
+	body  []byte // a compressed chunk being read, under mu
 }
 
 type pieceKind uint8
@@ -427,7 +428,10 @@ func (f *File) chunk(i int) ([]byte, error) {
 	}
 	pc := &f.pieces[i]
 	size := int(pc.last - pc.start + 1)
-	body := make([]byte, pc.blen)
+	if cap(f.body) < int(pc.blen) {
+		f.body = make([]byte, pc.blen) // at most maxChunkBody: checked at open
+	}
+	body := f.body[:pc.blen]
 	if _, err := f.r.ReadAt(body, pc.off); err != nil {
 		return nil, fmt.Errorf("memimage: reading the snappy chunk at %#x: %w", pc.off, err)
 	}
