@@ -145,6 +145,18 @@ func resolveArch(c Arch, info *vmcoreinfo.Info) (Arch, error) {
 	return c, nil
 }
 
+// archByName is the architecture of a kernel name given by the caller
+// (Options.Arch), its byte order and pointer size filled in when the name
+// is known; the uname spellings (amd64, aarch64, i686, ...) are accepted.
+func archByName(name string) Arch {
+	a := archFromUname(name)
+	if a.Name == "" {
+		a.Name = name
+	}
+	a.Source = "option"
+	return a
+}
+
 func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }
 
 // ELFMachine returns the ELF e_machine of the architecture, for writers of

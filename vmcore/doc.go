@@ -15,7 +15,13 @@
 //     dump-guest-memory) is read by package elfcore;
 //   - a kdump-compressed file (signature "KDUMP   "), its flattened stream
 //     form (header "makedumpfile") and split sets of several files are read
-//     by package diskdump.
+//     by package diskdump;
+//   - a LiME file (magic "EMiL" or "LiME") or an AVML compressed image
+//     (magic "AVML") is read by package memimage; a raw physical memory
+//     image has no header and is read only when Options.Raw gives its
+//     layout. None of them records VMCOREINFO or the architecture: the note
+//     is found by the memory scan below, the architecture from VMCOREINFO
+//     or Options.Arch.
 //
 // Openers are tried in turn until one returns something other than
 // ErrUnrecognizedFormat, as delve does for core files; when none claims a
@@ -35,6 +41,12 @@
 // (DefaultScanLimit, 16 GiB, by default: the note is allocated early in boot
 // and has been found in the first 32 MiB of every guest examined).
 // InfoSource says where the text came from.
+//
+// A container's copy is checked, not trusted (InfoCheck): its OSRELEASE
+// must match init_uts_ns; when it does not, or with Options.CheckInfo, the
+// note in memory is compared with it, and when they differ the one that
+// validates (also by Options.ValidateInfo) is used. Options.VMCOREINFO
+// replaces the text.
 //
 // A dump whose VMCOREINFO does not parse still opens: physical reads do not
 // need it. Info then returns nil and InfoErr the parse error, while
