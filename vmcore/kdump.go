@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +90,8 @@ func (b *kdumpBackend) vmcoreinfo() []byte      { return b.d.VMCOREINFO() }
 func (b *kdumpBackend) notes() []elfcore.Note   { return b.nts }
 func (b *kdumpBackend) pageSize() int           { return b.hdr.BlockSize }
 func (b *kdumpBackend) close() error            { return b.d.Close() }
+
+func (b *kdumpBackend) noteOrder() binary.ByteOrder { return b.hdr.ByteOrder }
 
 func (b *kdumpBackend) machine() Arch {
 	a := archFromUname(b.hdr.Machine)
