@@ -126,7 +126,7 @@ func archFromUname(m string) Arch {
 // when the container carried it): the kernel wrote it, so for the 64-bit
 // PowerPC family, whose ELF e_machine and kdump header do not reliably give
 // the kernel's byte order (QEMU 7.2 writes ppc64le dumps big-endian,
-// docs/formats.md §3.6), it decides ppc64le against ppc64.
+// docs/formats.md §3.7), it decides ppc64le against ppc64.
 func resolveArch(c Arch, info *vmcoreinfo.Info, memOrder binary.ByteOrder) (Arch, error) {
 	var vi string
 	if info != nil {

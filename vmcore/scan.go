@@ -81,7 +81,7 @@ func (d *Dump) noteInMemory(a Arch, scanLimit int64) (at uint64, text []byte, so
 // first note whose text parses, with the byte order of its header. At most
 // limit bytes are read. Both byte orders are tried, the container's first:
 // the container's order is not always the kernel's (QEMU 7.2 writes the
-// headers of ppc64le dumps big-endian, docs/formats.md §3.6), and a note
+// headers of ppc64le dumps big-endian, docs/formats.md §3.7), and a note
 // header read in the wrong order has a namesz of 11<<24, so it never
 // validates.
 func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a Arch, limit uint64) (uint64, []byte, binary.ByteOrder, bool) {

@@ -29,8 +29,9 @@ import (
 // them so; Linux keeps them as __be64 under hash too). Bit 63
 // (_PAGE_PRESENT) marks an entry valid; bit 62 (_PAGE_PTE) marks a leaf,
 // at the pte level or as a huge page at the pmd (2 MiB radix) or pud
-// (1 GiB) level. A leaf's real page number is bits 12..55 (PTE_RPN_MASK,
-// _PAGE_PA_MAX = 56); a directory entry's next table is the entry less
+// (1 GiB) level. A leaf's real page number is bits 12..52 (PTE_RPN_MASK,
+// _PAGE_PA_MAX = 53: the hash MMU keeps its HPTE slot bits above); a
+// directory entry's next table is the entry less
 // 0xc0000000000000ff (PMD/PUD/P4D_MASKED_BITS: the valid and leaf bits,
 // and radix's next-level size in the low bits). Under radix the tables
 // also map the linear map (with huge pages); under hash the linear map is
@@ -41,7 +42,7 @@ const (
 	ppcPresent      = 1 << 63               // _PAGE_PRESENT
 	ppcLeaf         = 1 << 62               // _PAGE_PTE
 	ppcMaskedBits   = 0xc0000000000000ff    // PMD_MASKED_BITS: not the next table's address
-	ppcRPNMask      = (1<<56 - 1) &^ 0xfff  // PTE_RPN_MASK (_PAGE_PA_MAX = 56)
+	ppcRPNMask      = (1<<53 - 1) &^ 0xfff  // PTE_RPN_MASK (_PAGE_PA_MAX = 53; hash keeps HPTE slot bits above)
 	ppcRadixVirt    = 0xc008000000000000    // RADIX_KERN_VIRT_START, H_KERN_VIRT_START (64K)
 	ppcHash4KVirt   = 0xc000100000000000    // H_KERN_VIRT_START (4K)
 	ppcQuadrantMask = 0x3fffffffffffffff    // the EA less its quadrant

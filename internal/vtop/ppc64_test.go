@@ -60,8 +60,10 @@ func (b *ppcBuilder) mapPage(va, pa uint64, leaf int) {
 	for l := ppcLevels; ; l-- {
 		at := table + (va>>b.p.shift[l]&(1<<b.p.geo[l]-1))*8
 		if l == leaf {
-			// present, leaf, accessed, dirty, privileged, read/write
-			b.m.put64(bo, at, pa|ppcPresent|ppcLeaf|0x18e)
+			// present, leaf, accessed, dirty, privileged, read/write,
+			// and hash-4k's H_PAGE_F_GIX slot bits (53..55), which are
+			// no part of the address
+			b.m.put64(bo, at, pa|ppcPresent|ppcLeaf|0x18e|7<<53)
 			return
 		}
 		e := b.m.get(bo, 8, at)
