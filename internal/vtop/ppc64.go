@@ -22,8 +22,11 @@ import (
 //	                  pte  pmd  pud  pgd   bits   KERN_VIRT_START
 //	radix,  4 KiB      9    9    9   13    52    0xc008000000000000
 //	radix, 64 KiB      5    9    9   13    52    0xc008000000000000
-//	hash,   4 KiB      9    7    9    9    46    0xc000100000000000
+//	hash,   4 KiB      9    7    9    9    46    0xc000100000000000 (*)
 //	hash,  64 KiB      8   10   10    8    52    0xc008000000000000
+//
+// (*) as hash-4k.h had it; 6.12's is 0xc0003d0000000000. The kernel prints
+// NUMBER(VMALLOC_START), which is used where present.
 //
 // Entries are 8 bytes, big-endian even on ppc64le (the radix MMU reads
 // them so; Linux keeps them as __be64 under hash too). Bit 63
