@@ -274,6 +274,11 @@ func (o *kernelOracle) probeAddrs(arch string, rng *rand.Rand) []uint64 {
 			[2]uint64{0x100000, 0x10000000},         // the identity map
 			[2]uint64{0x3ff00000000, 0x3fffe000000}, // vmalloc (modules among it)
 		)
+	case "ppc64el":
+		spans = append(spans,
+			[2]uint64{0xc000000000000000, 0xc000000010000000}, // the linear map (the image at its start)
+			[2]uint64{0xc008000000000000, 0xc008000100000000}, // vmalloc (modules, BPF among it)
+		)
 	}
 	for _, s := range spans {
 		for range 200 {
@@ -421,6 +426,15 @@ func TestLookupKernelRules(t *testing.T) {
 					}
 					sym, err := s.Chain().Lookup(e.Addr)
 					if !assert.NoError(t, err, "%s [%s]", e.Name, e.Module) {
+						continue
+					}
+					if want := o.lookup(e.Addr); want.name != "" && want.module == "" {
+						// Inside the kernel image (ppc64's
+						// kprobe_optinsn_page is the optinsn_slot
+						// buffer in .text): the kernel's lookup asks
+						// the core kernel first.
+						assert.Equal(t, want.name, sym.Name, e.Name)
+						assert.Empty(t, sym.Module, e.Name)
 						continue
 					}
 					pseudo++

@@ -22,7 +22,7 @@ func RegisterNames(m elf.Machine) []string {
 	case elf.EM_S390:
 		return append([]string{"psw_mask", "psw_addr"}, numbered("r", 16)...)
 	case elf.EM_PPC64:
-		return append(numbered("r", 32), "nip")
+		return append(numbered("r", 32), "nip", "msr", "orig_r3", "ctr", "link")
 	case elf.EM_RISCV:
 		return []string{"pc", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1",
 			"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",

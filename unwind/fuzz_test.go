@@ -29,7 +29,7 @@ func FuzzFramePointer(f *testing.F) {
 		img := testutil.FuzzPatch(base, edits)
 		mem := testutil.NewSparseMemory()
 		mem.Write(stack, img)
-		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390} {
+		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390, BackChainPPC64} {
 			fr, stop := walk(mem, text, stack, Options{KernelStart: text, MaxFrames: 64})
 			if len(fr) > 64 || len(fr) == 0 {
 				t.Fatalf("%d frames", len(fr))

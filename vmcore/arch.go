@@ -18,7 +18,9 @@ type Arch struct {
 	ByteOrder binary.ByteOrder // nil when unknown
 	PtrSize   int              // 0 when unknown
 	// Source says where Name came from: "elf", "kdump-header" or
-	// "vmcoreinfo".
+	// "vmcoreinfo"; "elf+note-order" or "kdump-header+note-order" when
+	// the byte order (ppc64le or ppc64) is that of the VMCOREINFO note
+	// the kernel left in memory, not the container's.
 	Source string
 }
 
@@ -120,10 +122,18 @@ func archFromUname(m string) Arch {
 }
 
 // resolveArch merges the container's architecture with VMCOREINFO's.
-func resolveArch(c Arch, info *vmcoreinfo.Info) (Arch, error) {
+// memOrder is the byte order of the VMCOREINFO note found in memory (nil
+// when the container carried it): the kernel wrote it, so for the 64-bit
+// PowerPC family, whose ELF e_machine and kdump header do not reliably give
+// the kernel's byte order (QEMU 7.2 writes ppc64le dumps big-endian,
+// docs/formats.md §3.8), it decides ppc64le against ppc64.
+func resolveArch(c Arch, info *vmcoreinfo.Info, memOrder binary.ByteOrder) (Arch, error) {
 	var vi string
 	if info != nil {
 		vi = info.Arch()
+	}
+	if isPPC64(c.Name) || (c.Name == "" && vi == "ppc64") {
+		return resolvePPC64(c, vi, memOrder)
 	}
 	switch {
 	case c.Name == "" && vi == "":
@@ -155,6 +165,38 @@ func archByName(name string) Arch {
 	}
 	a.Source = "option"
 	return a
+}
+
+func isPPC64(name string) bool { return name == "ppc64" || name == "ppc64le" }
+
+// resolvePPC64 is resolveArch for a container or VMCOREINFO naming the
+// 64-bit PowerPC family: the byte order is the in-memory note's, else the
+// container's.
+func resolvePPC64(c Arch, vi string, memOrder binary.ByteOrder) (Arch, error) {
+	if vi != "" && vi != "ppc64" {
+		return Arch{}, fmt.Errorf("architecture mismatch: container says %s (%s), VMCOREINFO says %s: %w", c.Name, c.Source, vi, memory.ErrCorrupt)
+	}
+	a := Arch{Name: c.Name, ByteOrder: c.ByteOrder, PtrSize: 8, Source: c.Source}
+	if c.Name == "" {
+		a.Source = "vmcoreinfo"
+	}
+	if memOrder != nil && memOrder != a.ByteOrder {
+		a.ByteOrder = memOrder
+		if c.Name != "" {
+			a.Source = c.Source + "+note-order"
+		}
+	}
+	switch a.ByteOrder {
+	case binary.ByteOrder(binary.LittleEndian):
+		a.Name = "ppc64le"
+	case binary.ByteOrder(binary.BigEndian):
+		a.Name = "ppc64"
+	default:
+		// VMCOREINFO from a container that records no byte order:
+		// ppc64 without knowing which.
+		return Arch{}, nil
+	}
+	return a, nil
 }
 
 func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }

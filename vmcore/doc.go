@@ -31,7 +31,7 @@
 //
 // The kernel's VMCOREINFO text is taken from the container when it carries
 // one: the ELF note, or the kdump header's copy. A QEMU dump of a guest
-// without -device vmcoreinfo (and every s390x QEMU dump) has none; Open then
+// without -device vmcoreinfo (and every s390x and pseries QEMU dump) has none; Open then
 // looks for the note in guest memory. On s390x it first follows the lowcore
 // pointer at physical 0xe0c; elsewhere, and when that fails, it scans saved
 // physical memory in ascending address order, in 1 MiB chunks, for the note
@@ -59,6 +59,13 @@
 // say. When both name an architecture and they differ, Open fails with an
 // error wrapping memory.ErrCorrupt: reading the dump with the wrong page
 // table format would produce garbage rather than errors.
+//
+// For the 64-bit PowerPC family the container's byte order is not taken as
+// the kernel's (QEMU 7.2 writes a ppc64le guest's ELF and kdump headers
+// big-endian): a VMCOREINFO note found in memory was written by the kernel,
+// and its byte order names the architecture, ppc64le or ppc64; a kdump
+// header's "ppc64le" or "ppc64" names it too. CPUs' PRSTATUS notes are
+// read in the container's own order.
 //
 // # Security
 //

@@ -2,6 +2,7 @@ package vmcore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -67,7 +68,7 @@ func (d *Dump) InfoCheck() InfoCheck { return d.check }
 func (d *Dump) crossCheck(a Arch, opt Options) {
 	d.check.Container = InfoVerdict{Origin: d.origin}
 	c := &d.check.Container
-	c.Checked, c.Unchecked, c.Problems = d.validateInfo(a, d.raw, nil)
+	c.Checked, c.Unchecked, c.Problems = d.validateInfo(a, d.raw, d.noteOrder, nil)
 	if opt.ScanLimit < 0 || (c.Valid() && len(c.Unchecked) == 0 && !opt.CheckInfo) {
 		return
 	}
@@ -75,7 +76,7 @@ func (d *Dump) crossCheck(a Arch, opt Options) {
 	if opt.ScanLimit > 0 {
 		limit = min(limit, opt.ScanLimit)
 	}
-	at, text, src, ok := d.noteInMemory(a, limit)
+	at, text, src, bo, ok := d.noteInMemory(a, limit)
 	if !ok {
 		return
 	}
@@ -87,16 +88,18 @@ func (d *Dump) crossCheck(a Arch, opt Options) {
 	cands := []struct {
 		origin InfoOrigin
 		text   []byte
-	}{{d.origin, d.raw}, {d.check.Memory, text}}
+		order  binary.ByteOrder
+	}{{d.origin, d.raw, d.noteOrder}, {d.check.Memory, text, bo}}
 	for _, c := range cands {
 		v := InfoVerdict{Origin: c.origin}
-		v.Checked, v.Unchecked, v.Problems = d.validateInfo(a, c.text, opt.ValidateInfo)
+		v.Checked, v.Unchecked, v.Problems = d.validateInfo(a, c.text, c.order, opt.ValidateInfo)
 		d.check.Verdicts = append(d.check.Verdicts, v)
 	}
 	if !d.check.Verdicts[0].Valid() && d.check.Verdicts[1].Valid() {
 		d.origin = d.check.Memory
 		d.raw = text
 		d.infoSource = fmt.Sprintf("%s at %#x", src, at)
+		d.noteOrder = bo
 	}
 }
 
@@ -110,12 +113,12 @@ const utsLen = 65
 // validateInfo checks a VMCOREINFO text against the memory it describes:
 // it must parse, give a translation, have OSRELEASE equal to the release
 // in init_uts_ns, and pass extra when not nil (the kallsyms check).
-func (d *Dump) validateInfo(a Arch, text []byte, extra func(memory.Reader, *vmcoreinfo.Info) (string, error)) (checked, unchecked, problems []string) {
+func (d *Dump) validateInfo(a Arch, text []byte, memOrder binary.ByteOrder, extra func(memory.Reader, *vmcoreinfo.Info) (string, error)) (checked, unchecked, problems []string) {
 	info, err := vmcoreinfo.Parse(text)
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("does not parse: %v", err)}
 	}
-	arch, err := resolveArch(a, info)
+	arch, err := resolveArch(a, info, memOrder)
 	if err != nil {
 		return nil, nil, []string{err.Error()}
 	}

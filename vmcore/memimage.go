@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -88,13 +89,14 @@ func openRawReader(r io.ReaderAt, size int64, layout []memimage.RawRange) (backe
 
 type memImageBackend struct{ f *memimage.File }
 
-func (b *memImageBackend) physical() memory.Reader { return b.f.Physical() }
-func (b *memImageBackend) virtual() memory.Reader  { return nil }
-func (b *memImageBackend) vmcoreinfo() []byte      { return nil }
-func (b *memImageBackend) notes() []elfcore.Note   { return nil }
-func (b *memImageBackend) pageSize() int           { return 0 }
-func (b *memImageBackend) physBase() *uint64       { return nil }
-func (b *memImageBackend) close() error            { return b.f.Close() }
+func (b *memImageBackend) physical() memory.Reader     { return b.f.Physical() }
+func (b *memImageBackend) virtual() memory.Reader      { return nil }
+func (b *memImageBackend) vmcoreinfo() []byte          { return nil }
+func (b *memImageBackend) notes() []elfcore.Note       { return nil }
+func (b *memImageBackend) pageSize() int               { return 0 }
+func (b *memImageBackend) physBase() *uint64           { return nil }
+func (b *memImageBackend) noteOrder() binary.ByteOrder { return nil }
+func (b *memImageBackend) close() error                { return b.f.Close() }
 
 // machine is unknown: no image format records it. (A LiME file's
 // headers are in the byte order of the machine that ran the module, but a

@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -110,6 +111,9 @@ type backend interface {
 	// machine is the container's idea of the architecture; zero Arch
 	// fields are unknown.
 	machine() Arch
+	// noteOrder is the byte order of the container's own headers and
+	// notes (PRSTATUS), which is not always the kernel's; nil if unknown.
+	noteOrder() binary.ByteOrder
 	// pageSize is the container's page size, 0 if it does not record one.
 	pageSize() int
 	// physBase is x86_64's phys_base as the container knows it, or nil.
@@ -136,9 +140,12 @@ type Dump struct {
 	infoSource string
 	origin     InfoOrigin
 
-	arch     Arch
-	pageSize int
-	cpus     []CPU
+	arch Arch
+	// noteOrder is the byte order of the VMCOREINFO note found in
+	// memory (the kernel's), nil when it came from the container.
+	noteOrder binary.ByteOrder
+	pageSize  int
+	cpus      []CPU
 
 	kernelMu  sync.Mutex
 	kernel    vtop.Translator
@@ -339,7 +346,7 @@ func (d *Dump) init(opt Options) error {
 		d.info, d.infoErr = vmcoreinfo.Parse(d.raw)
 	}
 	var err error
-	if d.arch, err = resolveArch(arch, d.info); err != nil {
+	if d.arch, err = resolveArch(arch, d.info, d.noteOrder); err != nil {
 		return err
 	}
 	d.pageSize = d.be.pageSize()
@@ -351,7 +358,7 @@ func (d *Dump) init(opt Options) error {
 	if d.pageSize == 0 {
 		d.pageSize = defaultPageSize(d.arch.Name)
 	}
-	d.cpus = cpusFromNotes(d.be.notes(), d.arch)
+	d.cpus = cpusFromNotes(d.be.notes(), d.arch, d.be.noteOrder())
 	return nil
 }
 
@@ -504,9 +511,15 @@ func (d *Dump) Close() error {
 	return first
 }
 
-func cpusFromNotes(notes []elfcore.Note, a Arch) []CPU {
+// cpusFromNotes reads the PRSTATUS notes of architecture a, written in byte
+// order bo (the container's, which QEMU 7.2 does not make the kernel's on
+// ppc64le); nil bo means the kernel's.
+func cpusFromNotes(notes []elfcore.Note, a Arch, bo binary.ByteOrder) []CPU {
 	m := a.elfMachine()
-	if m == 0 || a.ByteOrder == nil {
+	if bo == nil {
+		bo = a.ByteOrder
+	}
+	if m == 0 || bo == nil {
 		return nil
 	}
 	var out []CPU
@@ -514,7 +527,7 @@ func cpusFromNotes(notes []elfcore.Note, a Arch) []CPU {
 		if n.Name != "CORE" || n.Type != 1 {
 			continue
 		}
-		ps, err := elfcore.ParsePRStatus(n.Desc, m, a.ByteOrder)
+		ps, err := elfcore.ParsePRStatus(n.Desc, m, bo)
 		if err != nil {
 			continue
 		}

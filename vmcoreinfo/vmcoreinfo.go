@@ -224,10 +224,16 @@ func (in *Info) KernelOffset() (uint64, bool) { return in.get("KERNELOFFSET", pa
 func (in *Info) CrashTime() (uint64, bool) { return in.get("CRASHTIME", dec) }
 
 // Arch guesses the architecture from architecture-only lines, for dumps
-// whose container does not say: "x86_64", "arm64", "s390x", or "" when the
-// lines do not decide (i386 prints no architecture lines at all).
+// whose container does not say: "x86_64", "arm64", "s390x", "ppc64" (the
+// 64-bit PowerPC family: the text does not tell ppc64le from big-endian
+// ppc64, the note's byte order does), or "" when the lines do not decide
+// (i386 prints no architecture lines at all).
 func (in *Info) Arch() string {
 	switch {
+	case (hasKey(in, "NUMBER(RADIX_MMU)") || hasKey(in, "SYMBOL(mmu_psize_defs)")) && in.symbolAbove("_stext", 1<<32):
+		// arch/powerpc/kexec/vmcore_info.c; 32-bit PowerPC prints
+		// RADIX_MMU too, with a 32-bit _stext.
+		return "ppc64"
 	case hasKey(in, "NUMBER(phys_base)") || hasKey(in, "SYMBOL(init_top_pgt)") || hasKey(in, "SYMBOL(init_level4_pgt)") || hasKey(in, "NUMBER(pgtable_l5_enabled)"):
 		return "x86_64"
 	case hasKey(in, "NUMBER(kimage_voffset)") || hasKey(in, "NUMBER(VA_BITS)"):
@@ -239,6 +245,11 @@ func (in *Info) Arch() string {
 }
 
 func hasKey(in *Info, k string) bool { _, ok := in.Get(k); return ok }
+
+func (in *Info) symbolAbove(name string, v uint64) bool {
+	s, ok := in.Symbol(name)
+	return ok && s >= v
+}
 
 // Require returns the SYMBOL values of names, or an error wrapping
 // ErrMissingInfo naming the first one absent.

@@ -27,6 +27,11 @@
 //   - s390x: the relative-long instructions of the RIL-b format (LARL, the
 //     0xC4 load/store relative long and 0xC6 compare relative long
 //     families) at every halfword.
+//   - ppc64le and ppc64 (ELFv2/ELFv1, -mcmodel=medium): ADDIS and ADDI
+//     chains from registers of known value, and the D- and DS-form loads
+//     and stores on them. r12 holds the function's own address at its
+//     global entry, whose ADDIS/ADDI pair on r2 makes the kernel's TOC
+//     pointer; globals are reached as TOC + ADDIS high + ADDI/load low.
 //
 // # Security
 //
@@ -45,7 +50,7 @@ import (
 // kernel's name, as vmcore.Arch.Name).
 func Supported(arch string) bool {
 	switch arch {
-	case "x86_64", "i386", "arm64", "s390x":
+	case "x86_64", "i386", "arm64", "s390x", "ppc64le", "ppc64":
 		return true
 	}
 	return false
@@ -65,6 +70,10 @@ func Refs(arch string, pc uint64, code []byte) ([]uint64, error) {
 		out = arm64(pc, code)
 	case "s390x":
 		out = s390x(pc, code)
+	case "ppc64le":
+		out = ppc64(pc, code, binary.LittleEndian)
+	case "ppc64":
+		out = ppc64(pc, code, binary.BigEndian)
 	default:
 		return nil, fmt.Errorf("coderef: code of %q: %w", arch, errors.ErrUnsupported)
 	}
@@ -160,6 +169,68 @@ func s390x(pc uint64, code []byte) []uint64 {
 		}
 		d := int64(int32(binary.BigEndian.Uint32(code[i+2:])))
 		out = append(out, pc+uint64(i)+uint64(2*d))
+	}
+	return out
+}
+
+// ppc64 follows the values ADDIS and ADDI compute from registers of known
+// value, r12 being the function's address at pc (its global entry point),
+// and yields every address an ADDI, a D-form or a DS-form load or store
+// computes from a known register. A register stays known until an ADDIS
+// or ADDI on an unknown one, or a load, writes it; but not a load from the
+// stack (base r1): the code is read in address order, not in control
+// flow order, and an epilogue restoring the non-volatile registers often
+// comes before the blocks that go on using the values they held.
+func ppc64(pc uint64, code []byte, bo binary.ByteOrder) []uint64 {
+	var out []uint64
+	var val [32]uint64
+	var known [32]bool
+	pc &^= 3
+	val[12], known[12] = pc, true
+	for i := 0; i+4 <= len(code); i += 4 {
+		w := bo.Uint32(code[i:])
+		op := w >> 26
+		rd, ra := w>>21&31, w>>16&31
+		simm := uint64(int64(int16(w & 0xffff)))
+		switch {
+		case op == 15 || op == 14: // addis, addi (rA = 0 means the constant 0)
+			if op == 15 {
+				simm <<= 16
+			}
+			if ra == 0 {
+				val[rd], known[rd] = simm, true
+				continue
+			}
+			if !known[ra] {
+				known[rd] = false
+				continue
+			}
+			v := val[ra] + simm
+			if op == 14 {
+				out = append(out, v)
+			}
+			val[rd], known[rd] = v, true
+		case op >= 32 && op <= 55: // D-form: lwz .. stfdu
+			if ra != 0 && known[ra] {
+				out = append(out, val[ra]+simm)
+			}
+			if (op < 36 || op >= 40 && op < 44 || op == 46) && ra != 1 { // integer loads write rD
+				known[rd] = false
+			}
+			if op&1 == 1 && op <= 47 && ra != 0 { // the update forms write rA
+				known[ra] = false
+			}
+		case op == 58 || op == 62: // DS-form: ld, ldu, lwa; std, stdu
+			if ra != 0 && known[ra] {
+				out = append(out, val[ra]+simm&^3)
+			}
+			if op == 58 && ra != 1 {
+				known[rd] = false
+			}
+			if w&3 == 1 && ra != 0 {
+				known[ra] = false
+			}
+		}
 	}
 	return out
 }

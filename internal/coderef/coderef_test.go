@@ -42,6 +42,35 @@ func TestARM64(t *testing.T) {
 	require.Equal(t, []uint64{pc&^0xfff - 0x1000}, got)
 }
 
+func TestPPC64(t *testing.T) {
+	const pc = 0xc0000000002d5f00
+	const toc = pc + 0x11f5<<16 + 0x5200
+	d := func(op, rd, ra uint32, imm int16) uint32 { return op<<26 | rd<<21 | ra<<16 | uint32(uint16(imm)) }
+	words := []uint32{
+		d(15, 2, 12, 0x11f5), // addis r2, r12, 0x11f5   (global entry)
+		d(14, 2, 2, 0x5200),  // addi r2, r2, 0x5200: r2 = toc
+		0x7c0802a6,           // mflr r0
+		d(15, 9, 2, 0x112),   // addis r9, r2, 0x112
+		d(14, 3, 9, -0x7000), // addi r3, r9, -0x7000
+		d(58, 4, 9, 0x10),    // ld r4, 0x10(r9)
+		d(58, 5, 4, 8),       // ld r5, 8(r4): r4 was loaded, unknown
+		d(36, 5, 3, 4),       // stw r5, 4(r3)
+		d(58, 9, 1, -32),     // ld r9, -32(r1): an epilogue's restore
+		d(14, 6, 9, 0x148),   // addi r6, r9, 0x148: r9 is still taken as known
+	}
+	for _, bo := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+		code := make([]byte, 4*len(words))
+		for i, w := range words {
+			bo.PutUint32(code[4*i:], w)
+		}
+		arch := map[bool]string{true: "ppc64le", false: "ppc64"}[bo == binary.ByteOrder(binary.LittleEndian)]
+		got, err := Refs(arch, pc, code)
+		require.NoError(t, err)
+		hi := uint64(toc + 0x112<<16)
+		require.Equal(t, []uint64{toc, hi - 0x7000, hi - 0x7000 + 4, hi + 0x10, hi + 0x148}, got, arch)
+	}
+}
+
 func TestI386(t *testing.T) {
 	// mov $0xc9a01234, %eax ; cmp $0xc9a01234, %edx
 	code := []byte{0xb8, 0x34, 0x12, 0xa0, 0xc9, 0x81, 0xfa, 0x34, 0x12, 0xa0, 0xc9}
@@ -77,15 +106,17 @@ func TestS390X(t *testing.T) {
 }
 
 func TestUnsupported(t *testing.T) {
-	_, err := Refs("ppc64le", 0, []byte{1, 2, 3, 4})
+	_, err := Refs("riscv64", 0, []byte{1, 2, 3, 4})
 	require.True(t, errors.Is(err, errors.ErrUnsupported))
-	require.False(t, Supported("ppc64le"))
+	require.False(t, Supported("riscv64"))
+	require.True(t, Supported("ppc64le"))
 	require.True(t, Supported("arm64"))
 }
 
 func FuzzRefs(f *testing.F) {
 	f.Add("arm64", uint64(0xffff800008010004), le32(0x90000000|1<<29|0x48d1<<5|1, 0x91000000|0x678<<10|1<<5|1))
 	f.Add("x86_64", uint64(0xffffffff81000000), []byte{0x48, 0xc7, 0xc7, 0x34, 0x12, 0xa0, 0x82})
+	f.Add("ppc64le", uint64(0xc0000000002d5f00), le32(0x3c4c11f5, 0x38425200, 0x3d220112, 0x38699000))
 	f.Add("i386", uint64(0xc9000000), []byte{0xb8, 0x34, 0x12, 0xa0, 0xc9})
 	f.Add("s390x", uint64(0x3ffe0000000), []byte{0xc0, 0x20, 0x00, 0x00, 0x01, 0x00})
 	f.Fuzz(func(t *testing.T, arch string, pc uint64, code []byte) {

@@ -426,14 +426,17 @@ func (g *CorpusGuest) read(tb testing.TB, name string) []byte {
 }
 
 // Arch returns the guest's architecture as Debian names it: "amd64",
-// "arm64", "i386" or "s390x".
+// "arm64", "i386", "s390x" or "ppc64el".
 func (g *CorpusGuest) Arch() string { return g.Manifest.Arch }
 
 // ArchName returns the architecture as vmcore.Arch names it: "x86_64",
-// "arm64", "i386" or "s390x".
+// "arm64", "i386", "s390x" or "ppc64le".
 func (g *CorpusGuest) ArchName() string {
-	if g.Arch() == "amd64" {
+	switch g.Arch() {
+	case "amd64":
 		return "x86_64"
+	case "ppc64el":
+		return "ppc64le"
 	}
 	return g.Arch()
 }

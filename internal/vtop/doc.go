@@ -28,9 +28,16 @@
 //     -second and -third tables (the top one's type read from its
 //     entries), segment and page tables, with 1 MiB and 2 GiB frames.
 //     docs/formats.md §4.4.
+//   - ppc64le and ppc64 (Book3S-64): the linear map at PAGE_OFFSET
+//     (0xc000000000000000, holding the kernel image) up to VMALLOC_START,
+//     and a walk of swapper_pg_dir, the kernel's Linux page tables
+//     (big-endian entries), for everything above: the radix geometry for
+//     4 KiB and 64 KiB pages, with 2 MiB and 1 GiB leaves, and the hash
+//     MMU's, whose Linux tables have the same entry format (its hashed
+//     page table is not read). docs/formats.md §4.5.
 //
-// Other architectures (ppc64le, riscv64, ...) fail with an error wrapping
-// errors.ErrUnsupported.
+// Other architectures (32-bit PowerPC, riscv64, ...) fail with an error
+// wrapping errors.ErrUnsupported.
 //
 // A fast path is used only where it is exact: it gives the same answer as
 // the walk wherever the walk succeeds. The one deliberate difference is the

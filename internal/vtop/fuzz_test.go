@@ -13,8 +13,9 @@ import (
 
 // FuzzWalk feeds random page-table pages to the walkers: data is cut into
 // 4 KiB pages placed at consecutive pfns from 0x100 (the first holds the
-// x86_64 top-level table, the i386 swapper_pg_dir, arm64's root and the
-// first of the four of s390x's swapper_pg_dir), and
+// x86_64 top-level table, the i386 swapper_pg_dir, arm64's root, the
+// first of the four of s390x's swapper_pg_dir and the first of ppc64's
+// radix swapper_pg_dir), and
 // every architecture translates and reads va. Nothing may panic, every
 // failure must be a *memory.FaultError carrying va, and a success must be
 // reproducible through the TLB. Mapped lists the 16 MiB around va (see
@@ -58,7 +59,19 @@ func FuzzWalk(f *testing.F) {
 	for pfn := uint64(0x100); sm.pages[pfn] != nil; pfn++ {
 		s390seed = append(s390seed, sm.pages[pfn]...)
 	}
-	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed}
+	// A ppc64 radix 4 KiB swapper_pg_dir at 0x100000 (its first page: the
+	// vmalloc index) with a page, a 2 MiB and a 1 GiB leaf below it.
+	pm := newPhysMem(4096)
+	pb := newPPCBuilderAt(pm, 0x100000, 12, ppcRadix4K)
+	pb.next = 0x101000
+	pb.mapPage(0xc008000000001000, 0x102000, 1)
+	pb.mapPage(0xc008000000200000, 0x200000, 2)
+	pb.mapPage(0xc008000040000000, 0x40000000, 3)
+	var ppcSeed []byte
+	for pfn := uint64(0x100); pm.pages[pfn] != nil; pfn++ {
+		ppcSeed = append(ppcSeed, pm.pages[pfn]...)
+	}
+	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed, ppcSeed}
 	f.Add(uint8(0), []byte(nil), uint64(0xffffc90000001234), uint8(0))
 	f.Add(uint8(0), []byte(nil), uint64(0xffff888000012345), uint8(0x10))
 	f.Add(uint8(1), []byte(nil), uint64(0xffffc90000001234), uint8(1))
@@ -67,6 +80,8 @@ func FuzzWalk(f *testing.F) {
 	f.Add(uint8(fuzzRaw), []byte{}, uint64(0), uint8(0xff))
 	f.Add(uint8(4), []byte(nil), uint64(0x3ff00001234), uint8(0))
 	f.Add(uint8(4), []byte(nil), uint64(0x3ff80123456), uint8(0))
+	f.Add(uint8(5), []byte(nil), uint64(0xc008000000001234), uint8(0))
+	f.Add(uint8(5), []byte(nil), uint64(0xc008000040123456), uint8(0x40))
 
 	f.Fuzz(func(t *testing.T, mode uint8, data []byte, va uint64, flags uint8) {
 		if mode&fuzzRaw != 0 {
@@ -108,11 +123,16 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 	vaBits := []string{"39", "48", "52", "47"}[flags>>4&3]
 	armInfo, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffff800000100000\nNUMBER(kimage_voffset)=0xffff800000000000\nNUMBER(PHYS_OFFSET)=0x40000000\nNUMBER(VA_BITS)=" + vaBits + "\n"))
 	s390info, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(_stext)=100000\nSYMBOL(swapper_pg_dir)=100000\nKERNELOFFSET=0\n"))
+	// ppc64: flags 0x40 picks 64 KiB pages, 0x80 the hash geometry.
+	ppcInfo, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(_stext)=c000000000000000\nSYMBOL(swapper_pg_dir)=c000000000100000\n" +
+		map[bool]string{false: "PAGESIZE=4096\n", true: "PAGESIZE=65536\n"}[flags&0x40 != 0] +
+		map[bool]string{false: "NUMBER(RADIX_MMU)=1\n", true: "NUMBER(RADIX_MMU)=0\n"}[flags&0x80 != 0]))
 	for _, cfg := range []Config{
 		{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390info, Phys: m},
 		{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
 		{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
 		{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
+		{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: ppcInfo, Phys: m},
 	} {
 		tr, err := New(cfg)
 		if err != nil {
@@ -164,9 +184,10 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 // fuzzMapped lists the mapped runs of the 16 MiB window around va: they
 // must be non-empty, in increasing order, apart (neighbours are merged)
 // and inside the window, and stopping after the first must end the walk.
-// On s390x, whose walk and enumeration check the same entry bits, table
-// lengths and address-space size, the first and last byte of every run
-// must translate through the walk and the byte after it must not.
+// On s390x and ppc64, whose walk and enumeration check the same entry
+// bits, table lengths and address-space size, the first and last byte of
+// every run must translate through the walk and the byte after it must
+// not.
 func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 	m, ok := tr.(Mapper)
 	if !ok {
@@ -200,18 +221,18 @@ func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 		t.Fatalf("%s: Mapped went on after yield returned false (%d calls)", arch, n)
 	}
 	x := tr.(*translator)
-	if arch != "s390x" || x.walk == nil {
+	if (arch != "s390x" && arch != "ppc64le") || x.walk == nil {
 		return
 	}
 	for _, r := range runs {
 		for _, a := range []uint64{r[0], r[1] - 1} {
 			if _, err := x.walk(a); err != nil {
-				t.Fatalf("s390x: %#x in mapped run [%#x, %#x) does not walk: %v", a, r[0], r[1], err)
+				t.Fatalf("%s: %#x in mapped run [%#x, %#x) does not walk: %v", arch, a, r[0], r[1], err)
 			}
 		}
 		if r[1] < hi {
 			if pa, err := x.walk(r[1]); err == nil {
-				t.Fatalf("s390x: %#x after mapped run [%#x, %#x) walks to %#x", r[1], r[0], r[1], pa)
+				t.Fatalf("%s: %#x after mapped run [%#x, %#x) walks to %#x", arch, r[1], r[0], r[1], pa)
 			}
 		}
 	}

@@ -13,8 +13,9 @@ import (
 
 // Config describes the dump a Translator reads.
 type Config struct {
-	// Arch is the architecture: "x86_64", "arm64", "i386" or "s390x"
-	// (aliases "amd64", "aarch64", "386"/"i686", "s390" are accepted).
+	// Arch is the architecture: "x86_64", "arm64", "i386", "s390x",
+	// "ppc64le" or "ppc64" (aliases "amd64", "aarch64", "386"/"i686",
+	// "s390", "ppc64el", "powerpc64" are accepted).
 	// Others fail with an error wrapping errors.ErrUnsupported.
 	Arch string
 	// ByteOrder and PtrSize are the target's; nothing is assumed.
@@ -117,6 +118,8 @@ func New(cfg Config) (Translator, error) {
 		t, err = newI386(cfg)
 	case "s390x", "s390":
 		t, err = newS390X(cfg)
+	case "ppc64le", "ppc64", "powerpc64", "powerpc64le", "ppc64el":
+		t, err = newPPC64(cfg)
 	default:
 		return nil, fmt.Errorf("vtop: architecture %q: %w", cfg.Arch, errors.ErrUnsupported)
 	}
