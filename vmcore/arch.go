@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -17,8 +18,8 @@ type Arch struct {
 	Name      string
 	ByteOrder binary.ByteOrder // nil when unknown
 	PtrSize   int              // 0 when unknown
-	// Source says where Name came from: "elf", "kdump-header" or
-	// "vmcoreinfo".
+	// Source says where Name came from: "elf", "kdump-header",
+	// "vmcoreinfo" or "notes" (the size of NT_PRSTATUS: 32-bit ARM).
 	Source string
 }
 
@@ -143,6 +144,25 @@ func resolveArch(c Arch, info *vmcoreinfo.Info) (Arch, error) {
 		}
 	}
 	return c, nil
+}
+
+// armPRStatusSize is the size of 32-bit ARM's struct elf_prstatus: 72
+// bytes before pr_reg, 18 registers, pr_fpvalid. No other architecture's
+// is 148 bytes (i386's is 144).
+const armPRStatusSize = 148
+
+// archFromNotes names the architecture by the size of its NT_PRSTATUS
+// notes when neither the container nor VMCOREINFO does: QEMU's kdump
+// header says "Unknown" for 32-bit ARM, and a kernel without LPAE writes
+// no ARM-only VMCOREINFO line. Only ARM is recognised this way.
+func archFromNotes(notes []elfcore.Note) Arch {
+	for _, n := range notes {
+		if n.Name == "CORE" && n.Type == 1 && len(n.Desc) == armPRStatusSize {
+			ai := archInfo["arm"]
+			return Arch{Name: "arm", ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "notes"}
+		}
+	}
+	return Arch{}
 }
 
 func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }
