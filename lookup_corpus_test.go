@@ -269,6 +269,12 @@ func (o *kernelOracle) probeAddrs(arch string, rng *rand.Rand) []uint64 {
 			[2]uint64{0xc0000000, 0xc1000000}, // the direct map below the kernel
 			[2]uint64{0xd0000000, 0xff000000}, // vmalloc (modules among it)
 		)
+	case "armhf":
+		spans = append(spans,
+			[2]uint64{0xbf000000, 0xc0000000}, // modules
+			[2]uint64{0xc0000000, 0xc0400000}, // the linear map below the kernel
+			[2]uint64{0xd0800000, 0xff800000}, // vmalloc
+		)
 	case "s390x":
 		spans = append(spans,
 			[2]uint64{0x100000, 0x10000000},         // the identity map

@@ -49,10 +49,7 @@ func TestSessionCorpus(t *testing.T) {
 			if len(formats) == 0 {
 				t.Skipf("no dumps of %s in the cache: run testdata/vmcores/generate", g.Name)
 			}
-			digits := 16
-			if g.Arch() == "i386" {
-				digits = 8
-			}
+			digits := 2 * g.PtrSize()
 			for _, f := range formats {
 				for _, lazy := range []bool{false, true} {
 					t.Run(fmt.Sprintf("%s/lazy=%v", f, lazy), func(t *testing.T) {

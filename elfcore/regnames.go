@@ -17,6 +17,8 @@ func RegisterNames(m elf.Machine) []string {
 	case elf.EM_386:
 		return []string{"ebx", "ecx", "edx", "esi", "edi", "ebp", "eax", "ds", "es", "fs", "gs",
 			"orig_eax", "eip", "cs", "eflags", "esp", "ss"}
+	case elf.EM_ARM:
+		return append(numbered("r", 11), "fp", "ip", "sp", "lr", "pc", "cpsr", "orig_r0")
 	case elf.EM_AARCH64:
 		return append(numbered("x", 31), "sp", "pc", "pstate")
 	case elf.EM_S390:

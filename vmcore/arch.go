@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -17,10 +18,11 @@ type Arch struct {
 	Name      string
 	ByteOrder binary.ByteOrder // nil when unknown
 	PtrSize   int              // 0 when unknown
-	// Source says where Name came from: "elf", "kdump-header" or
-	// "vmcoreinfo"; "elf+note-order" or "kdump-header+note-order" when
-	// the byte order (ppc64le or ppc64) is that of the VMCOREINFO note
-	// the kernel left in memory, not the container's.
+	// Source says where Name came from: "elf", "kdump-header",
+	// "vmcoreinfo" or "notes" (the size of NT_PRSTATUS: 32-bit ARM);
+	// "elf+note-order" or "kdump-header+note-order" when the byte order
+	// (ppc64le or ppc64) is that of the VMCOREINFO note the kernel left in
+	// memory, not the container's.
 	Source string
 }
 
@@ -197,6 +199,25 @@ func resolvePPC64(c Arch, vi string, memOrder binary.ByteOrder) (Arch, error) {
 		return Arch{}, nil
 	}
 	return a, nil
+}
+
+// armPRStatusSize is the size of 32-bit ARM's struct elf_prstatus: 72
+// bytes before pr_reg, 18 registers, pr_fpvalid. No other architecture's
+// is 148 bytes (i386's is 144).
+const armPRStatusSize = 148
+
+// archFromNotes names the architecture by the size of its NT_PRSTATUS
+// notes when neither the container nor VMCOREINFO does: QEMU's kdump
+// header says "Unknown" for 32-bit ARM, and a kernel without LPAE writes
+// no ARM-only VMCOREINFO line. Only ARM is recognised this way.
+func archFromNotes(notes []elfcore.Note) Arch {
+	for _, n := range notes {
+		if n.Name == "CORE" && n.Type == 1 && len(n.Desc) == armPRStatusSize {
+			ai := archInfo["arm"]
+			return Arch{Name: "arm", ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "notes"}
+		}
+	}
+	return Arch{}
 }
 
 func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }

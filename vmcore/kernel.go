@@ -45,6 +45,8 @@ func (d *Dump) Translator() (vtop.Translator, error) {
 			Phys:      d.phys,
 			Virtual:   d.be.virtual(),
 			PhysBase:  d.be.physBase(),
+			// 32-bit ARM's PHYS_OFFSET candidates
+			PhysRanges: d.be.ranges,
 		})
 		if d.kernelErr != nil {
 			d.kernelErr = fmt.Errorf("vmcore: kernel address space: %w", d.kernelErr)

@@ -349,6 +349,9 @@ func (d *Dump) init(opt Options) error {
 	if d.arch, err = resolveArch(arch, d.info, d.noteOrder); err != nil {
 		return err
 	}
+	if d.arch.Name == "" {
+		d.arch = archFromNotes(d.be.notes())
+	}
 	d.pageSize = d.be.pageSize()
 	if d.info != nil {
 		if ps, ok := d.info.PageSize(); ok && ps <= 1<<30 {

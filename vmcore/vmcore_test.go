@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/ulikunitz/xz"
 
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
@@ -411,6 +412,20 @@ func TestArch(t *testing.T) {
 		assert.Equal(t, Arch{Name: "i386", ByteOrder: bo, PtrSize: 4, Source: "elf"}, d.Arch())
 		require.Len(t, d.CPUs(), 1)
 		assert.Equal(t, uint64(0xc1000000), d.CPUs()[0].PC)
+	})
+	t.Run("arm-by-notes", func(t *testing.T) {
+		// QEMU's kdump of a 32-bit ARM kernel says "Unknown" and a
+		// non-LPAE kernel's VMCOREINFO names no architecture: the 148-byte
+		// NT_PRSTATUS decides.
+		desc := make([]byte, armPRStatusSize)
+		binary.LittleEndian.PutUint32(desc[72+15*4:], 0xc0a1b2c4)
+		notes := []elfcore.Note{{Name: "CORE", Type: 1, Desc: desc}}
+		a := archFromNotes(notes)
+		assert.Equal(t, Arch{Name: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Source: "notes"}, a)
+		cpus := cpusFromNotes(notes, a, nil)
+		require.Len(t, cpus, 1)
+		assert.Equal(t, uint64(0xc0a1b2c4), cpus[0].PC)
+		assert.Equal(t, Arch{}, archFromNotes([]elfcore.Note{{Name: "CORE", Type: 1, Desc: make([]byte, 144)}}))
 	})
 	t.Run("uname", func(t *testing.T) {
 		for m, want := range map[string]string{"x86_64": "x86_64", "aarch64": "arm64", "i686": "i386", "s390x": "s390x", "ppc64le": "ppc64le", "armv7l": "arm", "": "", "Unknown": "",

@@ -240,6 +240,10 @@ func (in *Info) Arch() string {
 		return "arm64"
 	case hasKey(in, "SYMBOL(lowcore_ptr)") || hasKey(in, "SAMODE31"):
 		return "s390x"
+	case hasKey(in, "CONFIG_ARM_LPAE"):
+		// 32-bit ARM writes only this (arch/arm/kernel/vmcore_info.c), and
+		// only with LPAE: a non-LPAE kernel's note names no architecture.
+		return "arm"
 	}
 	return ""
 }

@@ -189,7 +189,9 @@ func TestOopsConsoleLogs(t *testing.T) {
 				}
 			}
 			t.Logf("%d frames the kernel printed, %d more ambiguous by name and size", frames, ambiguous)
-			assert.Greater(t, frames, 5)
+			// 32-bit ARM prints one sized symbol a line ("callee from
+			// caller+off/size") and its sysrq crash's trace has four lines.
+			assert.Greater(t, frames, map[bool]int{false: 5, true: 3}[g.Arch() == "armhf"])
 			checked++
 		})
 	}

@@ -71,6 +71,44 @@ func TestPPC64(t *testing.T) {
 	}
 }
 
+func TestARM(t *testing.T) {
+	const pc = 0xc0562ecc
+	// ARM mode: movw r3, #0x86b8; movt r3, #0xc1a9; ldr r0, [pc, #0]; bx lr;
+	// a literal pool word 0xc1b00010.
+	code := le32(0xe30836b8, 0xe34c31a9, 0xe59f0000, 0xe12fff1e, 0xc1b00010)
+	got, err := Refs("arm", pc, code)
+	require.NoError(t, err)
+	require.Contains(t, got, uint64(0xc1a986b8)) // the pair
+	require.Contains(t, got, uint64(0xc1b00010)) // the literal
+	require.Contains(t, got, uint64(0xe30836b8)) // every word is a candidate
+	// Section anchors, as Debian's 6.12 ftrace_mod_get_kallsym reaches
+	// ftrace_mod_maps: movw/movt r6, anchor; mov ip, r6;
+	// ldr r4, [ip, #0x114]!; then ldr r3, [pc, #8] (the literal four words
+	// on: pc+8+8) and ldrh r2, [r3, #-2]; a bl forgets r3.
+	anchor := le32(0xe3046038, 0xe34c61aa, 0xe1a0c006, 0xe5bc4114,
+		0xe59f3008, 0xe15320b2, 0xeb000000, 0xe5932008, 0xc1b00010)
+	got, err = Refs("arm", pc, anchor)
+	require.NoError(t, err)
+	require.Contains(t, got, uint64(0xc1aa4038))
+	require.Contains(t, got, uint64(0xc1aa4038+0x114))
+	require.Contains(t, got, uint64(0xc1b00010-2))
+	require.NotContains(t, got, uint64(0xc1b00010+8))
+	// A MOVT on another register than the MOVW's builds nothing.
+	got, err = Refs("arm", pc, le32(0xe30836b8, 0xe34c41a9))
+	require.NoError(t, err)
+	require.Equal(t, []uint64{0xe30836b8, 0xe34c41a9}, got)
+	// Thumb-2: movw r2, #0x86b8 (f248 62b8); movt r2, #0xc1a9 (f2cc 12a9),
+	// after a 16-bit nop (bf00) so the pair is only halfword aligned.
+	thumb := []byte{0x00, 0xbf, 0x48, 0xf2, 0xb8, 0x62, 0xcc, 0xf2, 0xa9, 0x12}
+	got, err = Refs("arm", pc, thumb)
+	require.NoError(t, err)
+	require.Contains(t, got, uint64(0xc1a986b8))
+	// An unaligned pc: the scan of words starts at the first aligned one.
+	got, err = Refs("arm", pc+2, []byte{0xff, 0xff, 0x10, 0x00, 0xb0, 0xc1})
+	require.NoError(t, err)
+	require.Equal(t, []uint64{0xc1b00010}, got)
+}
+
 func TestI386(t *testing.T) {
 	// mov $0xc9a01234, %eax ; cmp $0xc9a01234, %edx
 	code := []byte{0xb8, 0x34, 0x12, 0xa0, 0xc9, 0x81, 0xfa, 0x34, 0x12, 0xa0, 0xc9}
@@ -111,6 +149,7 @@ func TestUnsupported(t *testing.T) {
 	require.False(t, Supported("riscv64"))
 	require.True(t, Supported("ppc64le"))
 	require.True(t, Supported("arm64"))
+	require.True(t, Supported("arm"))
 }
 
 func FuzzRefs(f *testing.F) {
@@ -119,6 +158,7 @@ func FuzzRefs(f *testing.F) {
 	f.Add("ppc64le", uint64(0xc0000000002d5f00), le32(0x3c4c11f5, 0x38425200, 0x3d220112, 0x38699000))
 	f.Add("i386", uint64(0xc9000000), []byte{0xb8, 0x34, 0x12, 0xa0, 0xc9})
 	f.Add("s390x", uint64(0x3ffe0000000), []byte{0xc0, 0x20, 0x00, 0x00, 0x01, 0x00})
+	f.Add("arm", uint64(0xc0562ecc), le32(0xe30836b8, 0xe34c31a9, 0xf248f2cc))
 	f.Fuzz(func(t *testing.T, arch string, pc uint64, code []byte) {
 		got, err := Refs(arch, pc, code)
 		if err != nil {

@@ -319,7 +319,7 @@ type Manifest struct {
 // ManifestGuest is one guest in the manifest.
 type ManifestGuest struct {
 	Name string `json:"name"`
-	Arch string `json:"arch"` // amd64, arm64, i386 or s390x (the name's last part)
+	Arch string `json:"arch"` // amd64, arm64, armhf, i386 or s390x (the name's last part)
 	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL (see CorpusGuest.ExpectModules).
 	KallsymsAll bool `json:"kallsyms_all"`
 	// BTF (CONFIG_DEBUG_INFO_BTF), BPFJIT (CONFIG_BPF_JIT) and
@@ -426,19 +426,36 @@ func (g *CorpusGuest) read(tb testing.TB, name string) []byte {
 }
 
 // Arch returns the guest's architecture as Debian names it: "amd64",
-// "arm64", "i386", "s390x" or "ppc64el".
+// "arm64", "armhf", "i386", "s390x" or "ppc64el".
 func (g *CorpusGuest) Arch() string { return g.Manifest.Arch }
 
 // ArchName returns the architecture as vmcore.Arch names it: "x86_64",
-// "arm64", "i386", "s390x" or "ppc64le".
+// "arm64", "arm", "i386", "s390x" or "ppc64le".
 func (g *CorpusGuest) ArchName() string {
 	switch g.Arch() {
 	case "amd64":
 		return "x86_64"
 	case "ppc64el":
 		return "ppc64le"
+	case "armhf":
+		return "arm"
 	}
 	return g.Arch()
+}
+
+// PtrSize returns the guest kernel's pointer size: 4 on i386 and armhf.
+func (g *CorpusGuest) PtrSize() int {
+	if g.Arch() == "i386" || g.Arch() == "armhf" {
+		return 4
+	}
+	return 8
+}
+
+// KASLR reports whether the guest's kernel randomizes its placement: not
+// on s390x (TCG has no PRNG), armhf (32-bit ARM has no KASLR) nor ppc64el
+// (none of the corpus' pseries boots had it).
+func (g *CorpusGuest) KASLR() bool {
+	return g.Arch() != "s390x" && g.Arch() != "armhf" && g.Arch() != "ppc64el"
 }
 
 // ExpectModules reports whether kallsyms holds the data symbols the

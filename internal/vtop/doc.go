@@ -21,6 +21,13 @@
 //   - i386: the lowmem linear map at PAGE_OFFSET (0xC0000000 unless the
 //     page tables say otherwise) and a 2-level (non-PAE) or 3-level (PAE)
 //     walk. docs/formats.md §4.3.
+//   - arm (32-bit ARMv7): the kernel image in the linear map at
+//     PAGE_OFFSET (PAGE_OFFSET and PHYS_OFFSET, which VMCOREINFO does not
+//     carry, confirmed by the page tables, PHYS_OFFSET's candidates from
+//     the dump's saved ranges) and a walk of swapper_pg_dir in the
+//     short-descriptor format (sections, supersections, small and large
+//     pages) or, with CONFIG_ARM_LPAE, the long-descriptor format (1 GiB
+//     and 2 MiB blocks, 40-bit output addresses). docs/formats.md §4.6.
 //   - s390x: the kernel image as the kernel maps it (identity before
 //     KERNELOFFPHYS existed; va − KERNELOFFSET + KERNELOFFPHYS after), the
 //     identity map of memory up to high_memory (at 0, or at IDENTITYBASE

@@ -14,9 +14,9 @@ import (
 	"unsafe"
 )
 
-// sysBPF is bpf(2)'s number: 321 on amd64, 280 on arm64 (asm-generic), 357
-// on i386, 351 on s390x, 361 on powerpc.
-var sysBPF = map[string]uintptr{"amd64": 321, "arm64": 280, "386": 357, "s390x": 351, "ppc64le": 361}[runtime.GOARCH]
+// sysBPF is bpf(2)'s number: 321 on amd64, 280 on arm64 (asm-generic), 386
+// on arm (EABI), 357 on i386, 351 on s390x, 361 on powerpc.
+var sysBPF = map[string]uintptr{"amd64": 321, "arm64": 280, "arm": 386, "386": 357, "s390x": 351, "ppc64le": 361}[runtime.GOARCH]
 
 const (
 	bpfProgLoad             = 5
