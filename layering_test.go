@@ -92,7 +92,7 @@ func TestLayering(t *testing.T) {
 		t.Skip("not run from the module root")
 	}
 	graph := moduleImports(t)
-	containers := []string{"elfcore", "diskdump", "vmcore", "extract", "."}
+	containers := []string{"elfcore", "diskdump", "memimage", "vmcore", "extract", "."}
 	decoders := []string{"kallsyms", "modsyms", "bpfsyms", "btflayout", "printk", "unwind", "export"}
 	rules := []struct {
 		pkgs   []string
@@ -101,7 +101,7 @@ func TestLayering(t *testing.T) {
 	}{
 		{[]string{"memory", "symfinder", "vmcoreinfo", "internal/safeio", "internal/kdumpfmt"}, nil, "the shared contracts import nothing of ours"},
 		{decoders, containers, "decoders read kernel memory, never a container"},
-		{[]string{"elfcore", "diskdump"}, append(slices.Clone(decoders), "symfinder", "internal/vtop", "vmcore"), "containers know nothing of symbols or translation"},
+		{[]string{"elfcore", "diskdump", "memimage"}, append(slices.Clone(decoders), "symfinder", "internal/vtop", "vmcore"), "containers know nothing of symbols or translation"},
 		{[]string{"internal/vtop"}, append(slices.Clone(decoders), "symfinder", "elfcore", "diskdump", "vmcore"), "translation knows nothing of symbols or containers"},
 	}
 	for _, r := range rules {

@@ -83,7 +83,7 @@ type Session struct {
 func Open(opt Options, paths ...string) (*Session, error) {
 	st := newStats()
 	t := st.begin("open")
-	d, err := vmcore.OpenWith(opt.Dump, paths...)
+	d, err := vmcore.OpenWith(withInfoCheck(opt.Dump), paths...)
 	st.end(t)
 	if err != nil {
 		return nil, err

@@ -215,6 +215,13 @@ func (s *Session) moduleHead() (uint64, error) {
 				cfg.Ranges = append(cfg.Ranges, [2]uint64{lo, hi})
 			}
 		}
+		if a := s.dump.Arch().Name; a == "ppc64le" || a == "ppc64" {
+			// Book3S-64 allocates modules in vmalloc, from its start
+			// (no MODULES_VADDR): 0xc008000000000000 on 6.12.
+			if lo, ok := in.Number("VMALLOC_START"); ok && lo+moduleWindow > lo {
+				cfg.Ranges = append(cfg.Ranges, [2]uint64{lo, lo + moduleWindow})
+			}
+		}
 		if stext, ok := syms("_stext"); ok {
 			lo, hi := stext-moduleWindow, stext+moduleWindow
 			if lo > stext {
@@ -299,12 +306,32 @@ func (s *Session) pageTableScan(cfg *btflayout.ModuleScanConfig, syms modsyms.Sy
 		}
 		cfg.Ranges = [][2]uint64{{0xffffffff80000000 + size, 0xffffffffff000000}}
 	}
+	if po := cfg.DirectMap; s.dump.Arch().Name == "arm" && po >= armModuleArea {
+		// 32-bit ARM (docs/formats.md §4.6): the module area below the
+		// pkmap area, [PAGE_OFFSET − 16 MiB, PAGE_OFFSET − 2 MiB), which
+		// may run on mapped into the linear map and hide it from the
+		// DirectMap skip; then vmalloc space, which ARM_MODULE_PLTS lets
+		// modules spill into.
+		cfg.Ranges = [][2]uint64{{po - armModuleArea, po - armPkmapSize}}
+		if vs, ok := in.Number("VMALLOC_START"); ok && vs > po && vs < armVmallocEnd {
+			cfg.Ranges = append(cfg.Ranges, [2]uint64{vs, armVmallocEnd})
+		}
+	}
 	if stext, ok := syms("_stext"); ok {
 		if init, ok := syms("_sinittext"); ok && init > stext {
 			cfg.Exclude = append(cfg.Exclude, [2]uint64{stext, init})
 		}
 	}
 }
+
+// 32-bit ARM's module area size below PAGE_OFFSET (8 MiB with
+// THUMB2_KERNEL, inside it), the pkmap area at its top (HIGHMEM), and
+// VMALLOC_END (arch/arm/include/asm/memory.h, pgtable.h).
+const (
+	armModuleArea = 16 << 20
+	armPkmapSize  = 2 << 20
+	armVmallocEnd = 0xff800000
+)
 
 // typeInSize reports a v5.0 or v5.1 kernel, which kept a module symbol's
 // type letter in st_size (see modsyms.Options.TypeInSize).

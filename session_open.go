@@ -17,7 +17,7 @@ import (
 func OpenReaderAt(opt Options, r io.ReaderAt, size int64) (*Session, error) {
 	st := newStats()
 	t := st.begin("open")
-	d, err := vmcore.OpenReaderAt(r, size, opt.Dump)
+	d, err := vmcore.OpenReaderAt(r, size, withInfoCheck(opt.Dump))
 	st.end(t)
 	if err != nil {
 		return nil, err

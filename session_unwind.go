@@ -14,7 +14,7 @@ import (
 // Stack is one CPU's stack as Unwind found it.
 type Stack struct {
 	// Unwinder names how Frames were found: "frame pointers" (arm64,
-	// i386, riscv64), "back chain" (s390x) or "ORC" (x86_64); "" when the stack was
+	// i386, riscv64), "back chain" (s390x, ppc64) or "ORC" (x86_64); "" when the stack was
 	// not unwound, Stop.Err saying why.
 	Unwinder string
 	Frames   []unwind.Frame
@@ -24,8 +24,8 @@ type Stack struct {
 // fpRegister is the frame pointer's (s390x: the stack pointer's) index in
 // PRSTATUS's registers, and pcName the program counter's name.
 var (
-	fpRegister = map[string]int{"arm64": 29, "i386": 5, "s390x": 17, "riscv64": 8}
-	pcName     = map[string]string{"arm64": "pc", "i386": "eip", "s390x": "psw_addr", "riscv64": "pc"}
+	fpRegister = map[string]int{"arm64": 29, "i386": 5, "s390x": 17, "ppc64le": 1, "ppc64": 1, "riscv64": 8}
+	pcName     = map[string]string{"arm64": "pc", "i386": "eip", "s390x": "psw_addr", "ppc64le": "nip", "ppc64": "nip", "riscv64": "pc"}
 )
 
 // Unwind walks the kernel stack of a CPU whose registers, in PRSTATUS's
@@ -91,6 +91,13 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	}
 	if arch.Name == "s390x" {
 		frames, stop := unwind.BackChainS390(kmem, pc, regs[fpi], opt)
+		return Stack{Unwinder: "back chain", Frames: frames, Stop: stop}
+	}
+	if arch.Name == "ppc64le" || arch.Name == "ppc64" {
+		// Kernel stacks are in the linear map (or vmalloc), from
+		// PAGE_OFFSET; THREAD_SIZE is 16 KiB or more (32 KiB on Debian).
+		opt.KernelStart, opt.UserEnd = 0xc000000000000000, 0
+		frames, stop := unwind.BackChainPPC64(kmem, pc, regs[fpi], opt)
 		return Stack{Unwinder: "back chain", Frames: frames, Stop: stop}
 	}
 	frames, stop := unwind.FramePointer(kmem, pc, regs[fpi], opt)

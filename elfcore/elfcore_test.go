@@ -122,6 +122,19 @@ func TestPRStatusArches(t *testing.T) {
 	assert.Equal(t, uint64(0x3333), ps.PC)
 	assert.Equal(t, uint64(0x4444), ps.SP)
 
+	// 32-bit ARM: elf_prstatus of 148 bytes, pr_pid at 24, pr_reg (r0 …
+	// r15, cpsr, orig_r0) at 72, as Debian's 6.12 armmp-lpae writes it.
+	arm := make([]byte, 148)
+	bo.PutUint32(arm[24:], 9)
+	bo.PutUint32(arm[72+13*4:], 0xc2001f00)
+	bo.PutUint32(arm[72+15*4:], 0xc0a1b2c4)
+	ps, err = ParsePRStatus(arm, elf.EM_ARM, bo)
+	require.NoError(t, err)
+	assert.Equal(t, int32(9), ps.PID)
+	assert.Equal(t, uint64(0xc0a1b2c4), ps.PC)
+	assert.Equal(t, uint64(0xc2001f00), ps.SP)
+	assert.Len(t, ps.Regs, 18)
+
 	_, err = ParsePRStatus(make([]byte, 100), elf.EM_X86_64, bo)
 	assert.ErrorIs(t, err, memory.ErrCorrupt)
 	_, err = ParsePRStatus(make([]byte, 400), elf.EM_MIPS, bo)

@@ -71,11 +71,16 @@ var prstatusLayouts = map[elf.Machine]prstatusLayout{
 	elf.EM_AARCH64: {word: 8, pid: 32, reg: 112, nreg: 34, pc: 32, sp: 31},
 	// struct user_regs_struct (i386): ebx … orig_eax, eip (12), xcs, eflags, esp (15), xss: 17 words.
 	elf.EM_386: {word: 4, pid: 24, reg: 72, nreg: 17, pc: 12, sp: 15},
+	// 32-bit ARM, the same prefix as i386: struct pt_regs' uregs r0 … r12,
+	// sp (13), lr, pc (15), cpsr, orig_r0: 18 words.
+	elf.EM_ARM: {word: 4, pid: 24, reg: 72, nreg: 18, pc: 15, sp: 13},
 	// s390_regs: psw.mask, psw.addr (1), gprs[16] (r15 = 17), then acrs and
 	// orig_gpr2 that we do not decode: 18 words read.
 	elf.EM_S390: {word: 8, pid: 32, reg: 112, nreg: 18, pc: 1, sp: 17},
-	// struct pt_regs (ppc64): gpr[32] (r1 = 1), nip (32), …: 33 words read.
-	elf.EM_PPC64: {word: 8, pid: 32, reg: 112, nreg: 33, pc: 32, sp: 1},
+	// struct pt_regs (ppc64, arch/powerpc/include/uapi/asm/ptrace.h):
+	// gpr[32] (r1 = 1), nip (32), msr, orig_gpr3, ctr, link (36): 37 words
+	// read of the 48 of elf_gregset_t.
+	elf.EM_PPC64: {word: 8, pid: 32, reg: 112, nreg: 37, pc: 32, sp: 1},
 	// struct user_regs_struct (riscv64): pc (0), ra, sp (2), …: 32 words.
 	elf.EM_RISCV: {word: 8, pid: 32, reg: 112, nreg: 32, pc: 0, sp: 2},
 }

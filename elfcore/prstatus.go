@@ -22,7 +22,7 @@ type PRStatus struct {
 
 // ParsePRStatus decodes an NT_PRSTATUS descriptor written by a kernel for
 // machine m in byte order bo. Known machines: EM_X86_64, EM_AARCH64,
-// EM_386, EM_S390 (64-bit), EM_PPC64, EM_RISCV (64-bit). For others it
+// EM_386, EM_ARM, EM_S390 (64-bit), EM_PPC64, EM_RISCV (64-bit). For others it
 // returns an error wrapping errors.ErrUnsupported; a descriptor too short
 // for the layout is a *FormatError.
 func ParsePRStatus(desc []byte, m elf.Machine, bo binary.ByteOrder) (PRStatus, error) {

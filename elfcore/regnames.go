@@ -17,12 +17,14 @@ func RegisterNames(m elf.Machine) []string {
 	case elf.EM_386:
 		return []string{"ebx", "ecx", "edx", "esi", "edi", "ebp", "eax", "ds", "es", "fs", "gs",
 			"orig_eax", "eip", "cs", "eflags", "esp", "ss"}
+	case elf.EM_ARM:
+		return append(numbered("r", 11), "fp", "ip", "sp", "lr", "pc", "cpsr", "orig_r0")
 	case elf.EM_AARCH64:
 		return append(numbered("x", 31), "sp", "pc", "pstate")
 	case elf.EM_S390:
 		return append([]string{"psw_mask", "psw_addr"}, numbered("r", 16)...)
 	case elf.EM_PPC64:
-		return append(numbered("r", 32), "nip")
+		return append(numbered("r", 32), "nip", "msr", "orig_r3", "ctr", "link")
 	case elf.EM_RISCV:
 		return []string{"pc", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1",
 			"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",

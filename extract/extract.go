@@ -219,6 +219,42 @@ func (s *Selection) write(out, input string, opt Options) (*Result, error) {
 			n, err := WriteELF(ws[0], e)
 			return []int64{n}, err
 		}
+	} else if mi := d.MemImage(); mi != nil {
+		// A memory image has no container of its own to copy: write an
+		// ELF core of the pages read, with the architecture (which the
+		// image does not record) and the VMCOREINFO used as its note, so
+		// the extract opens without --arch or a scan.
+		res.Format = "elf"
+		nfiles = 1
+		phys := mi.Physical()
+		var keep []uint64
+		var probe [1]byte
+		for _, pfn := range pages {
+			if _, err := phys.ReadAt(probe[:], pfn<<s.PageShift); errors.Is(err, memory.ErrNotSaved) {
+				continue
+			} else if err != nil {
+				return nil, wrapErr(err)
+			}
+			keep = append(keep, pfn)
+		}
+		inFile := map[uint64]bool{}
+		for _, pfn := range keep {
+			inFile[pfn] = true
+		}
+		saved = func(pfn uint64) bool { return inFile[pfn] }
+		e := &ELF{
+			ByteOrder: d.Arch().ByteOrder,
+			Machine:   d.Arch().ELFMachine(),
+			Segments:  runs(keep, s.PageShift),
+			Mem:       phys,
+		}
+		if text := d.VMCOREINFO(); len(text) > 0 {
+			e.Notes = BuildNotes(e.ByteOrder, []Note{{Name: "VMCOREINFO", Desc: text}})
+		}
+		emit = func(ws []io.Writer) ([]int64, error) {
+			n, err := WriteELF(ws[0], e)
+			return []int64{n}, err
+		}
 	} else {
 		return nil, fmt.Errorf("extract: %s: container %q: %w", input, d.Format(), errors.ErrUnsupported)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms/diskdump"
@@ -27,7 +28,11 @@ type Kdump struct {
 	Notes      []byte // the ELF note blob
 	EraseInfo  []byte
 	// Pages are the page frame numbers to save, in increasing order; they
-	// make the 2nd bitmap.
+	// make the 2nd bitmap. Pages, Exists and Page number frames physically
+	// (pfn = paddr / BlockSize), as diskdump.Dump does; with a
+	// Header.PFNOffset (makedumpfile's ARM32 files, which number frames
+	// from phys_base) the file's bitmaps are written from that offset,
+	// while Parts are in the file's own numbering, as Header.Parts.
 	Pages []uint64
 	// Exists yields page frame numbers for the 1st bitmap (page exists)
 	// besides Pages, in any order; nil adds none.
@@ -64,8 +69,13 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 	if bs < 512 || bs&(bs-1) != 0 {
 		return fmt.Errorf("extract: block size %d", bs)
 	}
-	if h.PFNOffset != 0 {
-		return fmt.Errorf("extract: kdump with a pfn offset (ARM32): %w", errors.ErrUnsupported)
+	// ARM32: the reader derives the offset from phys_base for a 32-bit
+	// "arm*" machine only (diskdump/header.go); anything else would be
+	// read back wrongly.
+	pfnOff := h.PFNOffset
+	if pfnOff != 0 && (!strings.HasPrefix(h.Machine, "arm") || h.PtrSize != 4 || h.PhysBase/uint64(bs) != pfnOff) {
+		return fmt.Errorf("extract: pfn offset %#x with machine %q, %d-byte pointers and phys_base %#x: %w",
+			pfnOff, h.Machine, h.PtrSize, h.PhysBase, errors.ErrUnsupported)
 	}
 	bo := h.ByteOrder
 	if bo == nil {
@@ -89,7 +99,10 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 	if !slices.IsSorted(k.Pages) {
 		return errors.New("extract: pages not sorted")
 	}
-	if n := len(k.Pages); n > 0 && k.Pages[n-1] >= h.MaxMapnr {
+	if n := len(k.Pages); n > 0 && k.Pages[0] < pfnOff {
+		return fmt.Errorf("extract: pfn %#x below the dump's first pfn %#x", k.Pages[0], pfnOff)
+	}
+	if n := len(k.Pages); n > 0 && k.Pages[n-1]-pfnOff >= h.MaxMapnr {
 		return fmt.Errorf("extract: pfn %#x beyond max_mapnr %#x", k.Pages[n-1], h.MaxMapnr)
 	}
 
@@ -119,12 +132,14 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 	bm1 := make([]byte, bmHalf)
 	bm2 := make([]byte, bmHalf)
 	for _, p := range k.Pages {
+		p -= pfnOff
 		bm1[p/8] |= 1 << (p % 8)
 		bm2[p/8] |= 1 << (p % 8)
 	}
 	if k.Exists != nil {
 		for p := range k.Exists {
-			if p < h.MaxMapnr {
+			if p >= pfnOff && p-pfnOff < h.MaxMapnr {
+				p -= pfnOff
 				bm1[p/8] |= 1 << (p % 8)
 			}
 		}
@@ -198,8 +213,8 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 		}
 
 		// Pages of this part, data right after their descriptors.
-		lo, _ := slices.BinarySearch(k.Pages, pr.Start)
-		hi, _ := slices.BinarySearch(k.Pages, pr.End)
+		lo, _ := slices.BinarySearch(k.Pages, pr.Start+pfnOff)
+		hi, _ := slices.BinarySearch(k.Pages, pr.End+pfnOff)
 		pages := k.Pages[lo:hi]
 		dataOff := descOff + int64(len(pages))*kdumpfmt.PageDescSize
 		desc := make([]byte, len(pages)*kdumpfmt.PageDescSize)

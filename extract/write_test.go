@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -275,6 +276,40 @@ func TestWriteKdump(t *testing.T) {
 			assert.Less(t, len(w.b), 12*4096)
 		})
 	}
+	t.Run("ARM32 pfn offset", func(t *testing.T) {
+		// makedumpfile's ARM32 files number frames from phys_base (RAM at
+		// 0x80000000 here): the pages are physical frames above it.
+		k, want := testKdump(t, binary.LittleEndian, 4, "32-bit padded", 6)
+		const off = 0x80000
+		k.Header.PhysBase, k.Header.PFNOffset = off<<12, off
+		page := k.Page
+		k.Page = func(pfn uint64) (uint32, []byte, error) { return page(pfn - off) }
+		shifted := map[uint64][]byte{}
+		for i, p := range k.Pages {
+			k.Pages[i] = p + off
+			shifted[p+off] = want[p]
+		}
+		exists := k.Exists
+		k.Exists = func(yield func(uint64) bool) {
+			for p := range exists {
+				if !yield(p + off) {
+					return
+				}
+			}
+		}
+		var w bufWriterAt
+		require.NoError(t, WriteKdump([]io.WriterAt{&w}, k))
+		d, err := diskdump.NewDump(bytes.NewReader(w.b))
+		require.NoError(t, err)
+		assert.Equal(t, uint64(off), d.Header().PFNOffset)
+		checkKdump(t, d, k, shifted)
+
+		// An offset the reader would not derive is refused.
+		k.Header.Machine = "i686"
+		assert.ErrorIs(t, WriteKdump([]io.WriterAt{&w}, k), errors.ErrUnsupported)
+		k.Header.Machine, k.Pages = "armv7l", []uint64{3}
+		assert.ErrorContains(t, WriteKdump([]io.WriterAt{&w}, k), "below the dump's first pfn")
+	})
 	t.Run("flattened", func(t *testing.T) {
 		k, want := testKdump(t, binary.LittleEndian, 8, "64-bit", 6)
 		var buf bytes.Buffer

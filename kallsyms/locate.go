@@ -31,7 +31,7 @@ func newConfig(info *vmcoreinfo.Info, opt Options) config {
 	}
 	if c.ptr != 4 && c.ptr != 8 {
 		c.ptr = 4
-		if arch != "" {
+		if arch != "" && arch != "arm" { // the others VMCOREINFO names are 64-bit
 			c.ptr = 8
 		} else if s, ok := info.Symbol("_stext"); ok && s > 0xffffffff {
 			c.ptr = 8

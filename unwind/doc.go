@@ -22,7 +22,7 @@
 // exceptions, iret frames, in the three entry layouts of 4.14–6.2, 6.3 and
 // 6.4 on, checked against the .orc_header hash where the kernel has one
 // (an unknown hash is refused, not guessed at). BackChainS390 walks
-// s390x's back chain.
+// s390x's back chain, BackChainPPC64 ppc64's (through interrupt frames).
 //
 // # Security
 //

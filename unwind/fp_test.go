@@ -204,3 +204,57 @@ func TestFramePointerRISCV64(t *testing.T) {
 	_, stop = FramePointer(m, text+4, 8, Options{KernelStart: text, RecordBelow: true})
 	assert.ErrorIs(t, stop.Err, ErrBadFrame)
 }
+
+func TestBackChainPPC64(t *testing.T) {
+	m := testutil.NewSparseMemory()
+	le := func(a, v uint64) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], v)
+		m.Write(a, b[:])
+	}
+	const sp0, kt = 0xc000000003c1f000, 0xc000000000100000
+	opt := Options{ByteOrder: binary.LittleEndian, KernelStart: 0xc000000000000000}
+	// Three frames: each keeps the caller's sp at 0 and, at 16, the
+	// address its function returns to (saved by its callee); the first
+	// frame's may be stale (the kernel prints it "unreliable").
+	le(sp0, sp0+0x100)
+	le(sp0+16, kt+0x10)
+	le(sp0+0x100, sp0+0x200)
+	le(sp0+0x100+16, kt+0x20)
+	le(sp0+0x200, 0x3ffffc8cdd10) // the user's r1
+	le(sp0+0x200+16, kt+0x30)
+	// An interrupt frame ("REGS" at 32, pt_regs at 48) of a system call
+	// from user space: msr has PR set.
+	le(sp0+0x200+32, 0x53474552)
+	le(sp0+0x200+48+32*8, 0x100bd1f8)
+	le(sp0+0x200+48+33*8, 0x800000000280f033)
+	fr, stop := BackChainPPC64(m, 0xffff010, sp0, opt)
+	assert.True(t, stop.Final, stop.String())
+	assert.Contains(t, stop.String(), "user space")
+	assert.Equal(t, []uint64{0xffff010, kt + 0x10, kt + 0x20, kt + 0x30}, pcs(fr))
+
+	// An interrupt in the kernel (pre-6.2 "regshere" at 96, pt_regs at
+	// 112): the interrupted nip is a frame, and the walk goes on.
+	le(sp0+0x200+32, 0)
+	le(sp0+0x200, sp0+0x300)
+	le(sp0+0x200+96, 0x7265677368657265)
+	le(sp0+0x200+112+32*8, kt+0x40)
+	le(sp0+0x200+112+33*8, 0x8000000000009033)
+	le(sp0+0x300, 0)
+	le(sp0+0x300+16, kt+0x50)
+	fr, stop = BackChainPPC64(m, kt+4, sp0, opt)
+	assert.True(t, stop.Final, stop.String())
+	assert.Equal(t, []uint64{kt + 4, kt + 0x10, kt + 0x20, kt + 0x30, kt + 0x40, kt + 0x50}, pcs(fr))
+
+	// A loop.
+	le(sp0+0x100, sp0)
+	_, stop = BackChainPPC64(m, kt+4, sp0, opt)
+	assert.ErrorIs(t, stop.Err, ErrBadFrame)
+	// An unsaved frame; a misaligned or user stack pointer.
+	_, stop = BackChainPPC64(m, kt+4, sp0+0x10000, opt)
+	assert.ErrorIs(t, stop.Err, memory.ErrNotSaved)
+	for _, sp := range []uint64{sp0 + 8, 0x3ffffc8cdd10} {
+		_, stop = BackChainPPC64(m, kt+4, sp, opt)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame, "%#x", sp)
+	}
+}

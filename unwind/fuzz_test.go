@@ -36,7 +36,7 @@ func FuzzFramePointer(f *testing.F) {
 			opt.RecordBelow, opt.RA = true, text+0x1234
 			return FramePointer(r, pc, fp+16, opt)
 		}
-		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390, riscv} {
+		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390, BackChainPPC64, riscv} {
 			fr, stop := walk(mem, text, stack, Options{KernelStart: text, MaxFrames: 64})
 			if len(fr) > 64 || len(fr) == 0 {
 				t.Fatalf("%d frames", len(fr))

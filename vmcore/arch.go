@@ -3,8 +3,11 @@ package vmcore
 import (
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 	"strings"
 
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
@@ -15,8 +18,11 @@ type Arch struct {
 	Name      string
 	ByteOrder binary.ByteOrder // nil when unknown
 	PtrSize   int              // 0 when unknown
-	// Source says where Name came from: "elf", "kdump-header" or
-	// "vmcoreinfo".
+	// Source says where Name came from: "elf", "kdump-header",
+	// "vmcoreinfo" or "notes" (the size of NT_PRSTATUS: 32-bit ARM);
+	// "elf+note-order" or "kdump-header+note-order" when the byte order
+	// (ppc64le or ppc64) is that of the VMCOREINFO note the kernel left in
+	// memory, not the container's.
 	Source string
 }
 
@@ -120,21 +126,33 @@ func archFromUname(m string) Arch {
 // resolveArch merges the container's architecture with VMCOREINFO's. What
 // the container records (the ELF e_machine, the kdump header's utsname
 // machine) identifies the architecture; VMCOREINFO only hints at it
-// (vmcoreinfo.Info.Arch guesses from lines several architectures share),
-// so it decides only when the container does not say, and a hint that
-// disagrees with the container is no evidence of corruption: the
-// container wins.
-func resolveArch(c Arch, info *vmcoreinfo.Info) Arch {
+// (vmcoreinfo.Info.Arch guesses from lines several architectures share:
+// riscv64 prints NUMBER(VA_BITS) as arm64 does), so it decides only when
+// the container does not say, and a hint that disagrees with the
+// container is no evidence of corruption: the container wins. memOrder is
+// the byte order of the VMCOREINFO note found in memory (nil when the
+// container carried it): the kernel wrote it, so for the 64-bit PowerPC
+// family, whose ELF e_machine and kdump header do not reliably give the
+// kernel's byte order (QEMU 7.2 writes ppc64le dumps big-endian,
+// docs/formats.md §3.8), it decides ppc64le against ppc64.
+func resolveArch(c Arch, info *vmcoreinfo.Info, memOrder binary.ByteOrder) (Arch, error) {
 	var vi string
 	if info != nil {
 		vi = info.Arch()
 	}
+	if isPPC64(c.Name) || (c.Name == "" && vi == "ppc64") {
+		return resolvePPC64(c, vi, memOrder)
+	}
 	switch {
 	case c.Name == "" && vi == "":
-		return c
+		return c, nil
 	case c.Name == "":
 		ai := archInfo[vi]
-		return Arch{Name: vi, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "vmcoreinfo"}
+		return Arch{Name: vi, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "vmcoreinfo"}, nil
+	case c.Source == "option" && vi != "" && vi != c.Name:
+		// A name the caller gave for an image that records none is
+		// checked: the image itself is what may be wrong for it.
+		return Arch{}, fmt.Errorf("architecture mismatch: Options.Arch says %s, VMCOREINFO says %s: %w", c.Name, vi, memory.ErrCorrupt)
 	}
 	if ai, ok := archInfo[c.Name]; ok {
 		if c.ByteOrder == nil {
@@ -144,7 +162,70 @@ func resolveArch(c Arch, info *vmcoreinfo.Info) Arch {
 			c.PtrSize = ai.ptr
 		}
 	}
-	return c
+	return c, nil
+}
+
+// archByName is the architecture of a kernel name given by the caller
+// (Options.Arch), its byte order and pointer size filled in when the name
+// is known; the uname spellings (amd64, aarch64, i686, ...) are accepted.
+func archByName(name string) Arch {
+	a := archFromUname(name)
+	if a.Name == "" {
+		a.Name = name
+	}
+	a.Source = "option"
+	return a
+}
+
+func isPPC64(name string) bool { return name == "ppc64" || name == "ppc64le" }
+
+// resolvePPC64 is resolveArch for a container or VMCOREINFO naming the
+// 64-bit PowerPC family: the byte order is the in-memory note's, else the
+// container's.
+func resolvePPC64(c Arch, vi string, memOrder binary.ByteOrder) (Arch, error) {
+	if vi != "" && vi != "ppc64" {
+		return Arch{}, fmt.Errorf("architecture mismatch: container says %s (%s), VMCOREINFO says %s: %w", c.Name, c.Source, vi, memory.ErrCorrupt)
+	}
+	a := Arch{Name: c.Name, ByteOrder: c.ByteOrder, PtrSize: 8, Source: c.Source}
+	if c.Name == "" {
+		a.Source = "vmcoreinfo"
+	}
+	if memOrder != nil && memOrder != a.ByteOrder {
+		a.ByteOrder = memOrder
+		if c.Name != "" {
+			a.Source = c.Source + "+note-order"
+		}
+	}
+	switch a.ByteOrder {
+	case binary.ByteOrder(binary.LittleEndian):
+		a.Name = "ppc64le"
+	case binary.ByteOrder(binary.BigEndian):
+		a.Name = "ppc64"
+	default:
+		// VMCOREINFO from a container that records no byte order:
+		// ppc64 without knowing which.
+		return Arch{}, nil
+	}
+	return a, nil
+}
+
+// armPRStatusSize is the size of 32-bit ARM's struct elf_prstatus: 72
+// bytes before pr_reg, 18 registers, pr_fpvalid. No other architecture's
+// is 148 bytes (i386's is 144).
+const armPRStatusSize = 148
+
+// archFromNotes names the architecture by the size of its NT_PRSTATUS
+// notes when neither the container nor VMCOREINFO does: QEMU's kdump
+// header says "Unknown" for 32-bit ARM, and a kernel without LPAE writes
+// no ARM-only VMCOREINFO line. Only ARM is recognised this way.
+func archFromNotes(notes []elfcore.Note) Arch {
+	for _, n := range notes {
+		if n.Name == "CORE" && n.Type == 1 && len(n.Desc) == armPRStatusSize {
+			ai := archInfo["arm"]
+			return Arch{Name: "arm", ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "notes"}
+		}
+	}
+	return Arch{}
 }
 
 func (a Arch) elfMachine() elf.Machine { return archInfo[a.Name].machine }

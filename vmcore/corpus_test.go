@@ -66,11 +66,7 @@ func TestCorpusOpen(t *testing.T) {
 					assert.Equal(t, release, d.Info().OSRelease())
 					assert.NotEmpty(t, d.InfoSource())
 					assert.Equal(t, g.ArchName(), d.Arch().Name)
-					ptr := 8
-					if g.Arch() == "i386" {
-						ptr = 4
-					}
-					assert.Equal(t, ptr, d.Arch().PtrSize)
+					assert.Equal(t, g.PtrSize(), d.Arch().PtrSize)
 					assert.Equal(t, 4096, d.PageSize())
 					if strings.HasPrefix(string(f), "qemu") {
 						assert.NotEmpty(t, d.CPUs(), "QEMU writes one NT_PRSTATUS per CPU")

@@ -15,7 +15,13 @@
 //     dump-guest-memory) is read by package elfcore;
 //   - a kdump-compressed file (signature "KDUMP   "), its flattened stream
 //     form (header "makedumpfile") and split sets of several files are read
-//     by package diskdump.
+//     by package diskdump;
+//   - a LiME file (magic "EMiL" or "LiME") or an AVML compressed image
+//     (magic "AVML") is read by package memimage; a raw physical memory
+//     image has no header and is read only when Options.Raw gives its
+//     layout. None of them records VMCOREINFO or the architecture: the note
+//     is found by the memory scan below, the architecture from VMCOREINFO
+//     or Options.Arch.
 //
 // Openers are tried in turn until one returns something other than
 // ErrUnrecognizedFormat, as delve does for core files; when none claims a
@@ -25,7 +31,7 @@
 //
 // The kernel's VMCOREINFO text is taken from the container when it carries
 // one: the ELF note, or the kdump header's copy. A QEMU dump of a guest
-// without -device vmcoreinfo (and every s390x QEMU dump) has none; Open then
+// without -device vmcoreinfo (and every s390x and pseries QEMU dump) has none; Open then
 // looks for the note in guest memory. On s390x it first follows the lowcore
 // pointer at physical 0xe0c; elsewhere, and when that fails, it scans saved
 // physical memory in ascending address order, in 1 MiB chunks, for the note
@@ -35,6 +41,12 @@
 // (DefaultScanLimit, 16 GiB, by default: the note is allocated early in boot
 // and has been found in the first 32 MiB of every guest examined).
 // InfoSource says where the text came from.
+//
+// A container's copy is checked, not trusted (InfoCheck): its OSRELEASE
+// must match init_uts_ns; when it does not, or with Options.CheckInfo, the
+// note in memory is compared with it, and when they differ the one that
+// validates (also by Options.ValidateInfo) is used. Options.VMCOREINFO
+// replaces the text.
 //
 // A dump whose VMCOREINFO does not parse still opens: physical reads do not
 // need it. Info then returns nil and InfoErr the parse error, while
@@ -47,6 +59,13 @@
 // say. When both name an architecture and they differ, Open fails with an
 // error wrapping memory.ErrCorrupt: reading the dump with the wrong page
 // table format would produce garbage rather than errors.
+//
+// For the 64-bit PowerPC family the container's byte order is not taken as
+// the kernel's (QEMU 7.2 writes a ppc64le guest's ELF and kdump headers
+// big-endian): a VMCOREINFO note found in memory was written by the kernel,
+// and its byte order names the architecture, ppc64le or ppc64; a kdump
+// header's "ppc64le" or "ppc64" names it too. CPUs' PRSTATUS notes are
+// read in the container's own order.
 //
 // # Security
 //

@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -73,11 +74,12 @@ func (b *elfBackend) virtual() memory.Reader {
 	return v
 }
 
-func (b *elfBackend) vmcoreinfo() []byte    { return b.f.VMCOREINFO() }
-func (b *elfBackend) notes() []elfcore.Note { return b.f.Notes() }
-func (b *elfBackend) pageSize() int         { return 0 }
-func (b *elfBackend) close() error          { return b.f.Close() }
-func (b *elfBackend) machine() Arch         { return archFromELF(b.f.Machine(), b.f.ByteOrder(), b.f.Class()) }
+func (b *elfBackend) vmcoreinfo() []byte          { return b.f.VMCOREINFO() }
+func (b *elfBackend) notes() []elfcore.Note       { return b.f.Notes() }
+func (b *elfBackend) pageSize() int               { return 0 }
+func (b *elfBackend) close() error                { return b.f.Close() }
+func (b *elfBackend) machine() Arch               { return archFromELF(b.f.Machine(), b.f.ByteOrder(), b.f.Class()) }
+func (b *elfBackend) noteOrder() binary.ByteOrder { return b.f.ByteOrder() }
 
 // physBase derives x86_64's phys_base from a kernel-text segment, as
 // makedumpfile does (docs/formats.md §3.5): the PT_LOAD whose p_vaddr lies in

@@ -53,6 +53,8 @@ func FuzzOpen(f *testing.F) {
 			[]elfcoretest.Note{{Name: "CORE", Type: 1, Desc: elfcoretest.PRStatusX86_64(le, 1, 2, 3)}, elfcoretest.VMCOREINFONote(infoX86)}),
 		kdumpBytes(map[uint64][]byte{0: append(make([]byte, 0x100), append(noteBytes(le, infoX86), make([]byte, 4096)...)...)[:4096]}, 8, nil),
 		append([]byte("makedumpfile\x00\x00\x00\x00"), make([]byte, 4096)...),
+		memImageSeed(f, "lime"),
+		memImageSeed(f, "avml"),
 	}
 	for i := range seeds {
 		f.Add(uint8(i), []byte(nil))
@@ -108,4 +110,20 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("temporary file %s left behind", ents[0].Name())
 		}
 	})
+}
+
+// memImageSeed is a LiME or AVML image of imageMemory.
+func memImageSeed(tb testing.TB, format string) []byte {
+	m, rs := imageMemory(binary.LittleEndian, infoX86)
+	var b bytes.Buffer
+	var err error
+	if format == "lime" {
+		err = testutil.WriteLiME(&b, m, rs, binary.LittleEndian)
+	} else {
+		err = testutil.WriteAVML(&b, m, rs)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -90,10 +91,15 @@ func (b *kdumpBackend) notes() []elfcore.Note   { return b.nts }
 func (b *kdumpBackend) pageSize() int           { return b.hdr.BlockSize }
 func (b *kdumpBackend) close() error            { return b.d.Close() }
 
+func (b *kdumpBackend) noteOrder() binary.ByteOrder { return b.hdr.ByteOrder }
+
 func (b *kdumpBackend) machine() Arch {
 	a := archFromUname(b.hdr.Machine)
-	if b.hdr.ByteOrder != nil && a.Name != "" {
-		a.ByteOrder = b.hdr.ByteOrder // the header's own byte order is the target's
+	// The header's own byte order is the target's; but "ppc64le" and
+	// "ppc64" say it themselves (the kernel's utsname), and QEMU 7.2
+	// writes a ppc64le guest's header big-endian.
+	if b.hdr.ByteOrder != nil && a.Name != "" && !isPPC64(a.Name) {
+		a.ByteOrder = b.hdr.ByteOrder
 	}
 	return a
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
 	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 // Kernel returns a reader over kernel virtual memory, built on first use
@@ -30,6 +31,10 @@ func (d *Dump) Kernel() (memory.Reader, error) {
 func (d *Dump) Translator() (vtop.Translator, error) {
 	d.kernelMu.Lock()
 	defer d.kernelMu.Unlock()
+	if !d.kernelSet && d.arch.Name == "" {
+		d.kernelErr = fmt.Errorf("vmcore: kernel address space: the architecture is unknown: the %s container does not record it and VMCOREINFO has no line only one architecture writes (i386 writes none); name it (Options.Arch, kdump-syms --arch): %w", d.format, vmcoreinfo.ErrMissingInfo)
+		d.kernelSet = true
+	}
 	if !d.kernelSet {
 		d.kernel, d.kernelErr = vtop.New(vtop.Config{
 			Arch:      d.arch.Name,
@@ -40,6 +45,8 @@ func (d *Dump) Translator() (vtop.Translator, error) {
 			Phys:      d.phys,
 			Virtual:   d.be.virtual(),
 			PhysBase:  d.be.physBase(),
+			// 32-bit ARM's PHYS_OFFSET candidates
+			PhysRanges: d.be.ranges,
 		})
 		if d.kernelErr != nil {
 			d.kernelErr = fmt.Errorf("vmcore: kernel address space: %w", d.kernelErr)

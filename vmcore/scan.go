@@ -31,9 +31,10 @@ const (
 // findInMemory looks for the VMCOREINFO note in physical memory when the
 // container did not carry it.
 func (d *Dump) findInMemory(a Arch, opt Options) {
-	if at, text, src, ok := d.noteInMemory(a, opt.ScanLimit); ok {
+	if at, text, src, bo, ok := d.noteInMemory(a, opt.ScanLimit); ok {
 		d.origin = InfoOrigin{Kind: src, Addr: at}
 		d.raw, d.infoSource = text, fmt.Sprintf("%s at %#x", src, at)
+		d.noteOrder = bo
 	}
 }
 
@@ -48,45 +49,52 @@ func (d *Dump) findInMemory(a Arch, opt Options) {
 // kdump-syms extract uses it to keep the note of a dump whose container
 // carries VMCOREINFO, so that a scan of the extract finds it too.
 func (d *Dump) FindVMCOREINFONote(limit int64) (addr uint64, ok bool) {
-	addr, _, _, ok = d.noteInMemory(d.arch, limit)
+	addr, _, _, _, ok = d.noteInMemory(d.arch, limit)
 	return addr, ok
 }
 
 // noteInMemory is FindVMCOREINFONote for architecture a, with the note's
-// text and how it was found: "s390-lowcore" or "memory-scan".
-func (d *Dump) noteInMemory(a Arch, scanLimit int64) (at uint64, text []byte, source string, ok bool) {
+// text, how it was found ("s390-lowcore" or "memory-scan") and the byte
+// order its header is in: the kernel's own.
+func (d *Dump) noteInMemory(a Arch, scanLimit int64) (at uint64, text []byte, source string, bo binary.ByteOrder, ok bool) {
 	phys := d.phys
 	if a.Name == "s390x" || a.Name == "s390" {
 		if at, err := memory.Uint64(phys, binary.BigEndian, s390LowcoreVmcoreInfo); err == nil && at != 0 {
 			if text, ok := noteAt(phys, at, binary.BigEndian); ok {
-				return at, text, InfoS390Lowcore, true
+				return at, text, InfoS390Lowcore, binary.BigEndian, true
 			}
 		}
 	}
 	if scanLimit < 0 {
-		return 0, nil, "", false
+		return 0, nil, "", nil, false
 	}
 	limit := scanLimit
 	if limit == 0 {
 		limit = DefaultScanLimit
 	}
-	at, text, ok = scanForNote(phys, d.be.ranges, a, uint64(limit))
-	return at, text, InfoMemoryScan, ok
+	at, text, bo, ok = scanForNote(phys, d.be.ranges, a, uint64(limit))
+	return at, text, InfoMemoryScan, bo, ok
 }
 
 // scanForNote reads the saved ranges in ascending order, in scanChunk
 // pieces overlapping by the header and pattern length, and returns the
-// first note whose text parses. At most limit bytes are read.
-func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a Arch, limit uint64) (uint64, []byte, bool) {
+// first note whose text parses, with the byte order of its header. At most
+// limit bytes are read. Both byte orders are tried, the container's first:
+// the container's order is not always the kernel's (QEMU 7.2 writes the
+// headers of ppc64le dumps big-endian, docs/formats.md §3.8), and a note
+// header read in the wrong order has a namesz of 11<<24, so it never
+// validates.
+func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a Arch, limit uint64) (uint64, []byte, binary.ByteOrder, bool) {
 	const overlap = noteNameOff + 22 // header + len(notePattern)
 	orders := []binary.ByteOrder{binary.LittleEndian, binary.BigEndian}
-	if a.ByteOrder != nil {
-		orders = []binary.ByteOrder{a.ByteOrder}
+	if a.ByteOrder == binary.ByteOrder(binary.BigEndian) {
+		orders[0], orders[1] = orders[1], orders[0]
 	}
 	buf := make([]byte, scanChunk+overlap)
 	var scanned uint64
 	var foundAt uint64
 	var found []byte
+	var foundOrder binary.ByteOrder
 	ranges(func(start, last uint64) bool {
 		for addr := start; ; {
 			if scanned >= limit {
@@ -112,7 +120,7 @@ func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a A
 				}
 				for _, bo := range orders {
 					if text, ok := noteAt(phys, at, bo); ok {
-						foundAt, found = at, text
+						foundAt, found, foundOrder = at, text, bo
 						return false
 					}
 				}
@@ -134,7 +142,7 @@ func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a A
 		}
 		return true
 	})
-	return foundAt, found, found != nil
+	return foundAt, found, foundOrder, found != nil
 }
 
 // noteAt validates the VMCOREINFO note header at physical address at and

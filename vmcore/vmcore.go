@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/diskdump"
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/internal/vtop"
+	"github.com/kdumpsyms/kdumpsyms/memimage"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -51,6 +53,35 @@ type Options struct {
 	// virtual map (ELF p_vaddr) and the raw accessors (ELFCore, Kdump) are
 	// not wrapped.
 	WrapPhysical func(memory.Reader) memory.Reader
+	// Raw, when not nil, reads the (single) input as a raw physical memory
+	// image laid out as it says (memimage.NewRaw), without probing: a raw
+	// image has no header. A wrapper (xz, zstd, gzip) is still removed
+	// first. memimage.ParseRawLayout parses the command line's form.
+	Raw []memimage.RawRange
+	// Arch, when not "", names the architecture ("x86_64", "i386",
+	// "arm64", "s390x", ...; see Arch.Name) for a dump whose container
+	// does not record it (LiME, AVML, raw) and whose VMCOREINFO does not
+	// tell (i386 writes no line of its own). Open fails with an error
+	// wrapping memory.ErrCorrupt when the container or VMCOREINFO names
+	// another one.
+	Arch string
+	// VMCOREINFO, when not nil, is the VMCOREINFO text to use instead of
+	// the container's copy or the note in memory (a saved
+	// /sys/kernel/vmcoreinfo note's text, kdump-syms vmcoreinfo output of
+	// another dump of the same kernel, makedumpfile -g output).
+	VMCOREINFO []byte
+	// ValidateInfo, when not nil, is one more check of a VMCOREINFO text
+	// when the container's copy and the note in memory differ (see
+	// Dump.InfoCheck): given the kernel address space built from it, it
+	// returns what it checked, or an error saying what does not hold. The
+	// kdumpsyms session passes one that decodes the kallsyms tables and
+	// compares their _stext with the text's SYMBOL(_stext).
+	ValidateInfo func(kmem memory.Reader, info *vmcoreinfo.Info) (checked string, err error)
+	// CheckInfo compares the container's VMCOREINFO with the note in
+	// memory even when the container's passes the cheap check (OSRELEASE
+	// against init_uts_ns). The scan for the note costs up to a second
+	// per 100 MiB of compressed dump before it, so it is not the default.
+	CheckInfo bool
 }
 
 // DefaultMaxDecompressedSize is the default cap on a decompressed wrapper:
@@ -80,6 +111,9 @@ type backend interface {
 	// machine is the container's idea of the architecture; zero Arch
 	// fields are unknown.
 	machine() Arch
+	// noteOrder is the byte order of the container's own headers and
+	// notes (PRSTATUS), which is not always the kernel's; nil if unknown.
+	noteOrder() binary.ByteOrder
 	// pageSize is the container's page size, 0 if it does not record one.
 	pageSize() int
 	// physBase is x86_64's phys_base as the container knows it, or nil.
@@ -100,14 +134,18 @@ type Dump struct {
 	temps  []string      // named temporary files, removed by Close
 
 	raw        []byte
+	check      InfoCheck
 	info       *vmcoreinfo.Info
 	infoErr    error
 	infoSource string
 	origin     InfoOrigin
 
-	arch     Arch
-	pageSize int
-	cpus     []CPU
+	arch Arch
+	// noteOrder is the byte order of the VMCOREINFO note found in
+	// memory (the kernel's), nil when it came from the container.
+	noteOrder binary.ByteOrder
+	pageSize  int
+	cpus      []CPU
 
 	kernelMu  sync.Mutex
 	kernel    vtop.Translator
@@ -174,7 +212,13 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 			plain[i] = u.path
 		}
 	}
-	be, format, err := probePaths(plain)
+	var be backend
+	var format string
+	if opt.Raw != nil {
+		be, format, err = openRaw(plain, opt.Raw)
+	} else {
+		be, format, err = probePaths(plain)
+	}
 	d.release()
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %s: %w", paths[0], err)
@@ -208,11 +252,18 @@ func OpenReaderAt(r io.ReaderAt, size int64, opt Options) (_ *Dump, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("vmcore: %w", err)
 	}
-	if u != nil {
+	switch {
+	case u != nil && opt.Raw != nil:
+		d.be, d.format, err = openRaw([]string{u.path}, opt.Raw)
+		d.release()
+		d.format = w + "+" + d.format
+	case u != nil:
 		d.be, d.format, err = probePaths([]string{u.path})
 		d.release()
 		d.format = w + "+" + d.format
-	} else {
+	case opt.Raw != nil:
+		d.be, d.format, err = openRawReader(r, size, opt.Raw)
+	default:
 		d.be, d.format, err = probeReader(r, size)
 	}
 	if err != nil {
@@ -232,7 +283,7 @@ type opener struct {
 	openRA   func(r io.ReaderAt, size int64) (backend, string, error)
 }
 
-var openers = []opener{elfOpener, kdumpOpener, flatELFOpener}
+var openers = []opener{elfOpener, kdumpOpener, flatELFOpener, memImageOpener}
 
 func probePaths(paths []string) (backend, string, error) {
 	for _, o := range openers {
@@ -265,20 +316,42 @@ func (d *Dump) init(opt Options) error {
 	if opt.WrapPhysical != nil {
 		d.phys = opt.WrapPhysical(d.phys)
 	}
-	if !opt.ForceScan {
+	arch := d.be.machine()
+	switch {
+	case opt.VMCOREINFO != nil:
+		d.origin = InfoOrigin{Kind: InfoOption}
+		d.raw, d.infoSource = opt.VMCOREINFO, InfoOption
+	case !opt.ForceScan:
 		if raw := d.be.vmcoreinfo(); len(raw) > 0 {
 			d.origin = InfoOrigin{Kind: d.containerSource()}
 			d.raw, d.infoSource = raw, d.origin.Kind
+			a := arch
+			if opt.Arch != "" && a.Name == "" {
+				a = archByName(opt.Arch)
+			}
+			d.crossCheck(a, opt)
 		}
 	}
-	arch := d.be.machine()
+	if opt.Arch != "" {
+		want := archByName(opt.Arch)
+		if arch.Name != "" && arch.Name != want.Name {
+			return fmt.Errorf("architecture mismatch: Options.Arch says %s, the container says %s (%s): %w", want.Name, arch.Name, arch.Source, memory.ErrCorrupt)
+		}
+		arch = want
+	}
 	if d.raw == nil {
 		d.findInMemory(arch, opt)
 	}
 	if d.raw != nil {
 		d.info, d.infoErr = vmcoreinfo.Parse(d.raw)
 	}
-	d.arch = resolveArch(arch, d.info)
+	var err error
+	if d.arch, err = resolveArch(arch, d.info, d.noteOrder); err != nil {
+		return err
+	}
+	if d.arch.Name == "" {
+		d.arch = archFromNotes(d.be.notes())
+	}
 	d.pageSize = d.be.pageSize()
 	if d.info != nil {
 		if ps, ok := d.info.PageSize(); ok && ps <= 1<<30 {
@@ -288,7 +361,7 @@ func (d *Dump) init(opt Options) error {
 	if d.pageSize == 0 {
 		d.pageSize = defaultPageSize(d.arch.Name)
 	}
-	d.cpus = cpusFromNotes(d.be.notes(), d.arch)
+	d.cpus = cpusFromNotes(d.be.notes(), d.arch, d.be.noteOrder())
 	return nil
 }
 
@@ -299,8 +372,9 @@ func (d *Dump) containerSource() string {
 	return InfoKdumpHeader
 }
 
-// Format names the container: "elf", "elf-flattened", "kdump", "kdump-flattened" or
-// "kdump-split", prefixed by the wrapper when there is one ("xz+elf",
+// Format names the container: "elf", "elf-flattened", "kdump",
+// "kdump-flattened", "kdump-split", or the memory images "lime", "avml" and
+// "raw" (Options.Raw), prefixed by the wrapper when there is one ("xz+elf",
 // "zstd+kdump", "gzip+elf").
 func (d *Dump) Format() string { return d.format }
 
@@ -318,7 +392,9 @@ func (d *Dump) InfoErr() error { return d.infoErr }
 
 // InfoSource says where VMCOREINFO came from: "elf-note", "kdump-header",
 // "s390-lowcore at 0x…" or "memory-scan at 0x…" (the physical address of
-// the note header), or "" when it was not found.
+// the note header), "option" (Options.VMCOREINFO), or "" when it was not
+// found. When the container's copy differs from the note in memory and
+// only the latter validates, it names the latter (see InfoCheck).
 func (d *Dump) InfoSource() string { return d.infoSource }
 
 // Where VMCOREINFO can come from, as InfoOrigin.Kind names it.
@@ -327,6 +403,7 @@ const (
 	InfoKdumpHeader = "kdump-header" // the kdump sub-header's VMCOREINFO
 	InfoS390Lowcore = "s390-lowcore" // the note the s390 lowcore points to
 	InfoMemoryScan  = "memory-scan"  // a scan of physical memory for the note
+	InfoOption      = "option"       // Options.VMCOREINFO
 )
 
 // InfoOrigin says where VMCOREINFO came from, as values: what InfoSource
@@ -369,6 +446,20 @@ func (d *Dump) ELFCore() *elfcore.File {
 func (d *Dump) Kdump() *diskdump.Dump {
 	if b, ok := d.be.(*kdumpBackend); ok {
 		return b.d
+	}
+	return nil
+}
+
+// MemImage returns the memory image (LiME, AVML, raw) the dump was read
+// from, or nil when it is not one. As for ELFCore, reads through it bypass
+// Options.WrapPhysical.
+func (d *Dump) MemImage() *memimage.File {
+	be := d.be
+	if ob, ok := be.(*ownedBackend); ok {
+		be = ob.backend
+	}
+	if b, ok := be.(*memImageBackend); ok {
+		return b.f
 	}
 	return nil
 }
@@ -423,9 +514,15 @@ func (d *Dump) Close() error {
 	return first
 }
 
-func cpusFromNotes(notes []elfcore.Note, a Arch) []CPU {
+// cpusFromNotes reads the PRSTATUS notes of architecture a, written in byte
+// order bo (the container's, which QEMU 7.2 does not make the kernel's on
+// ppc64le); nil bo means the kernel's.
+func cpusFromNotes(notes []elfcore.Note, a Arch, bo binary.ByteOrder) []CPU {
 	m := a.elfMachine()
-	if m == 0 || a.ByteOrder == nil {
+	if bo == nil {
+		bo = a.ByteOrder
+	}
+	if m == 0 || bo == nil {
 		return nil
 	}
 	var out []CPU
@@ -433,7 +530,7 @@ func cpusFromNotes(notes []elfcore.Note, a Arch) []CPU {
 		if n.Name != "CORE" || n.Type != 1 {
 			continue
 		}
-		ps, err := elfcore.ParsePRStatus(n.Desc, m, a.ByteOrder)
+		ps, err := elfcore.ParsePRStatus(n.Desc, m, bo)
 		if err != nil {
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/ulikunitz/xz"
 
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
@@ -318,6 +319,79 @@ func TestS390Lowcore(t *testing.T) {
 	assert.Equal(t, Arch{Name: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Source: "elf"}, d.Arch())
 }
 
+// TestPPC64LEInBigEndianContainer: QEMU 7.2 writes the ELF header, program
+// headers and notes of a ppc64le guest big-endian while its memory is
+// little-endian, and pseries dumps carry no VMCOREINFO note: the note the
+// kernel left in memory, found little-endian, makes the dump ppc64le; the
+// PRSTATUS notes are read in the container's order.
+func TestPPC64LEInBigEndianContainer(t *testing.T) {
+	ram := make([]byte, 1<<20)
+	text := "OSRELEASE=6.12.107+deb13-powerpc64le\nPAGESIZE=4096\nSYMBOL(_stext)=c000000000000000\nNUMBER(RADIX_MMU)=1\nKERNELOFFSET=0\n"
+	copy(ram[0x3f000:], noteBytes(binary.LittleEndian, text))
+	// struct elf_prstatus (ppc64): pr_pid at 32, pr_reg (pt_regs: gpr[32],
+	// nip) at 112.
+	prs := make([]byte, 112+48*8)
+	be := binary.BigEndian
+	be.PutUint32(prs[32:], 7)
+	be.PutUint64(prs[112+1*8:], 0xc000000003f0fe00)  // r1
+	be.PutUint64(prs[112+32*8:], 0xc000000000123456) // nip
+	core := (&elfcoretest.Builder{ByteOrder: be, Machine: elf.EM_PPC64, Notes: []elfcoretest.Note{{Name: "CORE", Type: 1, Desc: prs}},
+		Segments: []elfcoretest.Segment{{Paddr: 0, Data: ram}}}).Bytes()
+	d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	assert.Equal(t, "memory-scan at 0x3f000", d.InfoSource())
+	assert.Equal(t, Arch{Name: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Source: "elf+note-order"}, d.Arch())
+	require.Len(t, d.CPUs(), 1)
+	assert.Equal(t, uint64(0xc000000000123456), d.CPUs()[0].PC)
+	assert.Equal(t, uint64(0xc000000003f0fe00), d.CPUs()[0].SP)
+	assert.Equal(t, int32(7), d.CPUs()[0].PID)
+
+	// A big-endian ppc64 kernel in a big-endian container stays ppc64.
+	copy(ram[0x3f000:], noteBytes(be, text))
+	core = (&elfcoretest.Builder{ByteOrder: be, Machine: elf.EM_PPC64, Segments: []elfcoretest.Segment{{Paddr: 0, Data: ram}}}).Bytes()
+	d2, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
+	require.NoError(t, err)
+	defer d2.Close()
+	assert.Equal(t, Arch{Name: "ppc64", ByteOrder: be, PtrSize: 8, Source: "elf"}, d2.Arch())
+}
+
+func TestResolvePPC64(t *testing.T) {
+	ppcInfo, err := vmcoreinfo.Parse([]byte("OSRELEASE=6.12.0\nSYMBOL(_stext)=c000000000000000\nNUMBER(RADIX_MMU)=1\n"))
+	require.NoError(t, err)
+	le, be := binary.ByteOrder(binary.LittleEndian), binary.ByteOrder(binary.BigEndian)
+	// QEMU 10's kdump header says "Unknown": VMCOREINFO names the family,
+	// the note's byte order the member.
+	a, err := resolveArch(Arch{}, ppcInfo, le)
+	require.NoError(t, err)
+	assert.Equal(t, Arch{Name: "ppc64le", ByteOrder: le, PtrSize: 8, Source: "vmcoreinfo"}, a)
+	a, err = resolveArch(Arch{}, ppcInfo, be)
+	require.NoError(t, err)
+	assert.Equal(t, "ppc64", a.Name)
+	// The note came from a container that names no machine: its order is
+	// unknown, and so is the architecture (no guess).
+	a, err = resolveArch(Arch{}, ppcInfo, nil)
+	require.NoError(t, err)
+	assert.Equal(t, Arch{}, a)
+	// A ppc64le ELF with its note in the container keeps the ELF's order.
+	a, err = resolveArch(Arch{Name: "ppc64le", ByteOrder: le, Source: "elf"}, ppcInfo, nil)
+	require.NoError(t, err)
+	assert.Equal(t, Arch{Name: "ppc64le", ByteOrder: le, PtrSize: 8, Source: "elf"}, a)
+	// Another architecture's VMCOREINFO in a ppc64 container is a mismatch.
+	_, err = resolveArch(Arch{Name: "ppc64le", ByteOrder: le, Source: "elf"}, mustInfo(t, infoX86), nil)
+	require.ErrorIs(t, err, memory.ErrCorrupt)
+	// 32-bit PowerPC prints RADIX_MMU too: not ppc64.
+	ppc32, err := vmcoreinfo.Parse([]byte("OSRELEASE=6.12.0\nSYMBOL(_stext)=c0000000\nNUMBER(RADIX_MMU)=0\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "", ppc32.Arch())
+}
+
+func mustInfo(t *testing.T, text string) *vmcoreinfo.Info {
+	in, err := vmcoreinfo.Parse([]byte(text))
+	require.NoError(t, err)
+	return in
+}
+
 // onePage is a PT_LOAD segment for cores whose memory a test does not read.
 var onePage = []elfcoretest.Segment{{Paddr: 0, Data: make([]byte, 4096)}}
 
@@ -354,6 +428,20 @@ func TestArch(t *testing.T) {
 		assert.Equal(t, Arch{Name: "i386", ByteOrder: bo, PtrSize: 4, Source: "elf"}, d.Arch())
 		require.Len(t, d.CPUs(), 1)
 		assert.Equal(t, uint64(0xc1000000), d.CPUs()[0].PC)
+	})
+	t.Run("arm-by-notes", func(t *testing.T) {
+		// QEMU's kdump of a 32-bit ARM kernel says "Unknown" and a
+		// non-LPAE kernel's VMCOREINFO names no architecture: the 148-byte
+		// NT_PRSTATUS decides.
+		desc := make([]byte, armPRStatusSize)
+		binary.LittleEndian.PutUint32(desc[72+15*4:], 0xc0a1b2c4)
+		notes := []elfcore.Note{{Name: "CORE", Type: 1, Desc: desc}}
+		a := archFromNotes(notes)
+		assert.Equal(t, Arch{Name: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Source: "notes"}, a)
+		cpus := cpusFromNotes(notes, a, nil)
+		require.Len(t, cpus, 1)
+		assert.Equal(t, uint64(0xc0a1b2c4), cpus[0].PC)
+		assert.Equal(t, Arch{}, archFromNotes([]elfcore.Note{{Name: "CORE", Type: 1, Desc: make([]byte, 144)}}))
 	})
 	t.Run("uname", func(t *testing.T) {
 		for m, want := range map[string]string{"x86_64": "x86_64", "aarch64": "arm64", "i686": "i386", "s390x": "s390x", "ppc64le": "ppc64le", "armv7l": "arm", "": "", "Unknown": "",

@@ -1,6 +1,7 @@
 package vmcore
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -93,7 +94,10 @@ func unwrap(r io.ReaderAt, size int64, opt Options) (wrapper string, u *unwrappe
 // Options.MaxDecompressedSize. One level only: a wrapper inside a wrapper
 // is not a dump.
 func decompress(w io.Writer, r io.ReaderAt, size int64, wrapper string, opt Options) error {
-	src := io.NewSectionReader(r, 0, size)
+	// Buffered: the xz decoder reads its input a byte at a time, one
+	// pread each on a bare file (60% of the decompression time in
+	// syscalls).
+	src := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 256<<10)
 	var dec io.Reader
 	switch wrapper {
 	case "xz":

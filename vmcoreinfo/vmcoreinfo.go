@@ -224,13 +224,19 @@ func (in *Info) KernelOffset() (uint64, bool) { return in.get("KERNELOFFSET", pa
 func (in *Info) CrashTime() (uint64, bool) { return in.get("CRASHTIME", dec) }
 
 // Arch guesses the architecture from architecture-only lines, for dumps
-// whose container does not say: "x86_64", "arm64", "s390x", "riscv64", or
-// "" when the lines do not decide (i386 prints no architecture lines at
-// all). It is a guess: arm64 and riscv64 both print NUMBER(VA_BITS), and
-// only riscv64's own lines (arch/riscv/kernel/vmcore_info.c) tell them
-// apart; a container that names its machine knows better.
+// whose container does not say: "x86_64", "arm64", "s390x", "riscv64",
+// "ppc64" (the 64-bit PowerPC family: the text does not tell ppc64le from
+// big-endian ppc64, the note's byte order does), or "" when the lines do
+// not decide (i386 prints no architecture lines at all). It is a guess:
+// arm64 and riscv64 both print NUMBER(VA_BITS), and only riscv64's own
+// lines (arch/riscv/kernel/vmcore_info.c) tell them apart; a container
+// that names its machine knows better.
 func (in *Info) Arch() string {
 	switch {
+	case (hasKey(in, "NUMBER(RADIX_MMU)") || hasKey(in, "SYMBOL(mmu_psize_defs)")) && in.symbolAbove("_stext", 1<<32):
+		// arch/powerpc/kexec/vmcore_info.c; 32-bit PowerPC prints
+		// RADIX_MMU too, with a 32-bit _stext.
+		return "ppc64"
 	case hasKey(in, "NUMBER(phys_base)") || hasKey(in, "SYMBOL(init_top_pgt)") || hasKey(in, "SYMBOL(init_level4_pgt)") || hasKey(in, "NUMBER(pgtable_l5_enabled)"):
 		return "x86_64"
 	case hasKey(in, "NUMBER(phys_ram_base)") || hasKey(in, "NUMBER(va_kernel_pa_offset)") || hasKey(in, "NUMBER(KERNEL_LINK_ADDR)"):
@@ -239,11 +245,20 @@ func (in *Info) Arch() string {
 		return "arm64"
 	case hasKey(in, "SYMBOL(lowcore_ptr)") || hasKey(in, "SAMODE31"):
 		return "s390x"
+	case hasKey(in, "CONFIG_ARM_LPAE"):
+		// 32-bit ARM writes only this (arch/arm/kernel/vmcore_info.c), and
+		// only with LPAE: a non-LPAE kernel's note names no architecture.
+		return "arm"
 	}
 	return ""
 }
 
 func hasKey(in *Info, k string) bool { _, ok := in.Get(k); return ok }
+
+func (in *Info) symbolAbove(name string, v uint64) bool {
+	s, ok := in.Symbol(name)
+	return ok && s >= v
+}
 
 // Require returns the SYMBOL values of names, or an error wrapping
 // ErrMissingInfo naming the first one absent.

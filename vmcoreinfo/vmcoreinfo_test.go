@@ -67,6 +67,9 @@ func TestParse(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, ri.Arch(), text)
 	}
+	arm, err := Parse([]byte("OSRELEASE=6.12.117+deb13-armmp-lpae\nSYMBOL(swapper_pg_dir)=c0203000\nCONFIG_ARM_LPAE=y\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "arm", arm.Arch())
 	assert.Len(t, in.Lines(), 16)
 	assert.Equal(t, "OSRELEASE", in.Lines()[0].Key)
 	assert.Equal(t, "init_top_pgt", in.Lines()[15].Key[7:19])

@@ -18,14 +18,14 @@ func benchCLI(b *testing.B, args ...string) {
 				continue
 			}
 			argv := append([]string{args[0], paths[0]}, args[1:]...)
-			if code := run(argv, io.Discard, io.Discard); code != exitOK {
+			if code := run(argv, nil, io.Discard, io.Discard); code != exitOK {
 				continue // e.g. an extract without the kernel log
 			}
 			ran = true
 			b.Run(g.Name+"/"+string(f), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if code := run(argv, io.Discard, io.Discard); code != exitOK {
+					if code := run(argv, nil, io.Discard, io.Discard); code != exitOK {
 						b.Fatalf("exit %d", code)
 					}
 				}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/kdumpsyms/kdumpsyms/memimage"
 	"io"
 	"time"
 
@@ -40,11 +41,19 @@ func cmdExtract(args []string, stdout, stderr io.Writer) error {
 	// The layout sources the other commands take, so that an extract
 	// records the module pages a --btf or --layout file lets them decode.
 	layouts.register(fs)
+	var raw []memimage.RawRange
+	fs.Func("raw", "read VMCORE as a raw physical memory image at `BASE[:SIZE][,...]` (as for the other commands)", func(v string) error {
+		l, err := memimage.ParseRawLayout(v)
+		raw = l
+		return err
+	})
+	arch := fs.String("arch", "", "the dump's architecture `NAME` when neither the container nor VMCOREINFO tells")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	var sopt kdumpsyms.Options
+	sopt.Dump.Raw, sopt.Dump.Arch = raw, *arch
 	if err := layouts.apply(&sopt); err != nil {
 		return err
 	}

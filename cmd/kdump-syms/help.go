@@ -19,6 +19,7 @@ var examples = map[string]string{
 	"info":    "kdump-syms info vmcore",
 	"modules": "kdump-syms modules vmcore",
 	"extract": "kdump-syms extract -o small.elf vmcore",
+	"export":  "kdump-syms export --format elf -o syms vmcore; gdb -ex 'symbol-file syms/vmlinux.syms' -ex 'add-symbol-file syms/xfs.ko.syms'",
 }
 
 // suggest returns the known command nearest to cmd (at most two edits

@@ -59,6 +59,9 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 	kv("architecture", "%s (%s, %d-byte pointers, from %s)", orUnknown(arch.Name), order, arch.PtrSize, orUnknown(arch.Source))
 	kv("page size", "%d", d.PageSize())
 	kv("vmcoreinfo", "%s", orUnknown(d.InfoSource()))
+	if ck := d.InfoCheck().String(); ck != "" {
+		kv("vmcoreinfo check", "%s", ck)
+	}
 	if in := d.Info(); in != nil {
 		kv("kernel release", "%s", in.OSRelease())
 		if off, ok := in.KernelOffset(); ok {

@@ -83,7 +83,7 @@ func dumpReport(s *kdumpsyms.Session, files []string) *infoReport {
 		Architecture: archReport{
 			Name: arch.Name, PointerSize: arch.PtrSize, Source: arch.Source,
 		},
-		VMCOREINFO: sourceState{Source: d.InfoSource()},
+		VMCOREINFO: sourceState{Source: d.InfoSource(), Describe: d.InfoCheck().String()},
 	}
 	if arch.ByteOrder != nil {
 		r.Architecture.ByteOrder = strings.ToLower(strings.TrimSuffix(arch.ByteOrder.String(), "Endian"))

@@ -13,5 +13,5 @@ func main() {
 	// treats as the reader having seen enough, instead of the process
 	// dying of the signal (and `go run` printing "signal: broken pipe").
 	signal.Ignore(syscall.SIGPIPE)
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 )
 
 // TestMain points the user's cache directory (where run keeps decompressed
@@ -12,6 +14,12 @@ import (
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "kdump-syms-test-cache-")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The decompressed corpus extracts stay where every other test
+	// package finds them.
+	if err := testutil.PinExtractCache(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

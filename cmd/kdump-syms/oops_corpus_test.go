@@ -94,10 +94,7 @@ func TestOopsCorpus(t *testing.T) {
 				flags []string
 				want  string
 			}{{nil, want.String()}, {[]string{"--addresses"}, wantAddrs.String()}} {
-				old := stdinReader
-				stdinReader = strings.NewReader(in.String())
-				code, stdout, stderr := runCLI(append(append([]string{"addr"}, tc.flags...), dump, "-")...)
-				stdinReader = old
+				code, stdout, stderr := runCLIStdin(strings.NewReader(in.String()), append(append([]string{"addr"}, tc.flags...), dump, "-")...)
 				require.Equal(t, exitOK, code, stderr)
 				assertSameText(t, tc.want, stdout)
 			}
@@ -192,7 +189,9 @@ func TestOopsConsoleLogs(t *testing.T) {
 				}
 			}
 			t.Logf("%d frames the kernel printed, %d more ambiguous by name and size", frames, ambiguous)
-			assert.Greater(t, frames, 5)
+			// 32-bit ARM prints one sized symbol a line ("callee from
+			// caller+off/size") and its sysrq crash's trace has four lines.
+			assert.Greater(t, frames, map[bool]int{false: 5, true: 3}[g.Arch() == "armhf"])
 			checked++
 		})
 	}

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/memimage"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 const usageText = `kdump-syms recovers a Linux kernel's symbols from a crash dump (vmcore),
@@ -34,9 +36,11 @@ Usage:
   kdump-syms vmcoreinfo [flags] VMCORE [KEY...] the VMCOREINFO note, or the values of KEYs
   kdump-syms panic   [flags] VMCORE            the panic report, the crashing CPU, every CPU's registers
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
+  kdump-syms export  [flags] -o DIR VMCORE     ELF symbol files for gdb, nm, readelf (--format elf)
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
-a kdump-compressed file (makedumpfile, QEMU; flattened too), optionally
+a kdump-compressed file (makedumpfile, QEMU; flattened too), a LiME or AVML
+memory image, or with --raw BASE a raw physical memory image; optionally
 wrapped in xz, zstd or gzip; name the other parts of a split dump with --part.
 VMCORE "-" reads the dump from standard input (a pipe, e.g. makedumpfile -F
 over ssh); pipes and FIFOs are copied to a temporary file first.
@@ -50,6 +54,7 @@ Examples:
   kdump-syms info vmcore
   kdump-syms modules vmcore
   kdump-syms extract -o small.elf vmcore
+  kdump-syms export --format elf -o syms vmcore
 
 Each root cause of a failure is printed once, in one line; -v adds the
 full chain.
@@ -81,6 +86,10 @@ type common struct {
 	noCache      bool
 	demangle     bool
 	layouts      layoutFlags // layouts.go
+	raw          []memimage.RawRange
+	arch         string
+	vmcoreinfo   string
+	checkInfo    bool
 	started      time.Time
 	rep          report
 }
@@ -102,6 +111,20 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.demangle, "demangle", false, "show Rust symbol names (v0 and legacy) demangled")
 	fs.BoolVar(&c.noCache, "no-cache", false, "do not keep decompressed .xz/.zst/.gz dumps in the user's cache directory\n"+
 		"(default: kept, keyed by the wrapped file's SHA-256, 4 GiB at most, least recently used removed first)")
+	fs.Func("raw", "read VMCORE as a raw physical memory image at `BASE[:SIZE][,BASE[:SIZE]...]`\n"+
+		"(its ranges one after the other in the file; e.g. 0x0, 0x40000000, 0:3G,0x100000000)", func(v string) error {
+		l, err := memimage.ParseRawLayout(v)
+		if err == nil {
+			c.raw = l
+		}
+		return err
+	})
+	fs.StringVar(&c.arch, "arch", "", "the dump's architecture `NAME` (x86_64, i386, arm64, s390x, ...) when neither the\n"+
+		"container nor VMCOREINFO tells (LiME, AVML and raw images of i386)")
+	fs.StringVar(&c.vmcoreinfo, "vmcoreinfo", "", "use the VMCOREINFO text in `file` instead of the dump's (kdump-syms vmcoreinfo\n"+
+		"output of another dump of the same boot, makedumpfile -g output)")
+	fs.BoolVar(&c.checkInfo, "check-vmcoreinfo", false, "compare the dump's VMCOREINFO with the note in its memory even when it validates\n"+
+		"(a scan of memory; when they differ the one that validates is used, and info says so)")
 	fs.BoolVar(&c.rep.verbose, "v", false, "verbose errors: after each root cause, the full chain of every failure it caused")
 	c.layouts.register(fs)
 }
@@ -140,8 +163,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	err := dispatch(args, stdout, stderr)
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdin, stdout, stderr)
 	var ue usageError
 	var ex exitCode
 	switch {
@@ -169,7 +192,7 @@ type exitCode int
 
 func (e exitCode) Error() string { return "exit " + strconv.Itoa(int(e)) }
 
-func dispatch(args []string, stdout, stderr io.Writer) error {
+func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usageText)
 		return usagef("no command")
@@ -185,7 +208,7 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	case "all":
 		return cmdAll(args, stdout, stderr)
 	case "addr":
-		return cmdAddr(args, stdout, stderr)
+		return cmdAddr(args, stdin, stdout, stderr)
 	case "name":
 		return cmdName(args, stdout, stderr)
 	case "info":
@@ -194,6 +217,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return cmdModules(args, stdout, stderr)
 	case "extract":
 		return cmdExtract(args, stdout, stderr)
+	case "export":
+		return cmdExport(args, stdout, stderr)
 	case "dmesg":
 		return cmdDmesg(args, stdout, stderr)
 	case "vmcoreinfo":
@@ -250,7 +275,7 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	c.started = time.Now()
 	paths := withSplitSiblings(append(slices.Clone(dumpPaths), c.parts...), stderr)
 	opt := kdumpsyms.Options{
-		Dump:         vmcore.Options{CacheDir: c.cacheDir()},
+		Dump:         vmcore.Options{CacheDir: c.cacheDir(), Raw: c.raw, Arch: c.arch, CheckInfo: c.checkInfo},
 		Lazy:         c.lazy,
 		VMLinux:      c.vmlinux,
 		SystemMap:    c.systemMap,
@@ -258,6 +283,13 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	}
 	if err := c.layouts.apply(&opt); err != nil {
 		return nil, err
+	}
+	if c.vmcoreinfo != "" {
+		text, err := readVMCOREINFOFile(c.vmcoreinfo)
+		if err != nil {
+			return nil, c.rep.fatal(stderr, err)
+		}
+		opt.Dump.VMCOREINFO = text
 	}
 	stop := progress(stderr, "opening "+paths[0])
 	s, err := kdumpsyms.Open(opt, paths...)
@@ -392,7 +424,7 @@ func (l reportingLookuper) Find(q symfinder.Query) ([]symfinder.Symbol, error) {
 	return syms, err
 }
 
-func cmdAddr(args []string, stdout, stderr io.Writer) error {
+func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR|NAME+0xOFF[/0xSIZE] [MOD]... | addr [flags] VMCORE -")
 	c.register(fs)
@@ -442,7 +474,7 @@ func cmdAddr(args []string, stdout, stderr io.Writer) error {
 		if stdin {
 			o := &oopsReader{r: lk, digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
 				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386"}
-			err := o.symbolizeStream(stdinReader, stdout)
+			err := o.symbolizeStream(stdinText, stdout)
 			resolved = o.resolved
 			if o.unresolved > 0 {
 				c.rep.miss(fmt.Sprintf("%d addresses in the text", o.unresolved))
@@ -484,9 +516,6 @@ func moduleSuffix(m string) string {
 	}
 	return " in " + m
 }
-
-// stdinReader is the text "addr -" symbolizes; tests replace it.
-var stdinReader io.Reader = os.Stdin
 
 func cmdName(args []string, stdout, stderr io.Writer) error {
 	var c common
@@ -599,4 +628,25 @@ func cmdName(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return c.rep.finish(stderr, found > 0 || !c.rep.explained())
+}
+
+// readVMCOREINFOFile reads a --vmcoreinfo file: VMCOREINFO text, at most
+// vmcoreinfo.MaxSize bytes, that parses.
+func readVMCOREINFOFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, vmcoreinfo.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("--vmcoreinfo %s: %w", name, err)
+	}
+	if len(text) > vmcoreinfo.MaxSize {
+		return nil, fmt.Errorf("--vmcoreinfo %s: larger than %d bytes: %w", name, vmcoreinfo.MaxSize, vmcoreinfo.ErrCorrupt)
+	}
+	if _, err := vmcoreinfo.Parse(text); err != nil {
+		return nil, fmt.Errorf("--vmcoreinfo %s: %w", name, err)
+	}
+	return text, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,13 @@ import (
 )
 
 func runCLI(args ...string) (code int, stdout, stderr string) {
+	return runCLIStdin(strings.NewReader(""), args...)
+}
+
+// runCLIStdin is runCLI with stdin as the command's standard input.
+func runCLIStdin(stdin io.Reader, args ...string) (code int, stdout, stderr string) {
 	var o, e bytes.Buffer
-	code = run(args, &o, &e)
+	code = run(args, stdin, &o, &e)
 	return code, o.String(), e.String()
 }
 
@@ -133,10 +139,7 @@ func TestAddrCorpus(t *testing.T) {
 			truth := g.Kallsyms(t)
 			var oops, want strings.Builder
 			picked := 0
-			digits := 16 // as the kernel prints addresses: 8 digits on 32-bit
-			if g.Arch() == "i386" {
-				digits = 8
-			}
+			digits := 2 * g.PtrSize() // as the kernel prints addresses: 8 digits on 32-bit
 			// The kernel names no vmlinux address below _stext (is_ksym_addr):
 			// riscv64's first line, _start, lies in the image head below it.
 			var stext uint64
@@ -170,10 +173,7 @@ func TestAddrCorpus(t *testing.T) {
 				want.WriteString("SIZE" + suffix + " ? garbage\n")
 			}
 			require.Greater(t, picked, 10)
-			old := stdinReader
-			stdinReader = strings.NewReader(oops.String())
-			defer func() { stdinReader = old }()
-			code, stdout, stderr := runCLI("addr", dump, "-")
+			code, stdout, stderr := runCLIStdin(strings.NewReader(oops.String()), "addr", dump, "-")
 			require.Equal(t, exitOK, code, stderr)
 			// Sizes are checked by the kallsyms and modsyms tests; blank them.
 			got := stdout
@@ -193,6 +193,20 @@ func TestAddrCorpus(t *testing.T) {
 			require.NoError(t, d.Close())
 			require.NotEmpty(t, cpus)
 			for _, cpu := range cpus {
+				if g.ArchName() == "ppc64le" && len(cpu.Regs) > 33 && cpu.Regs[33]&ppcMSRIR == 0 {
+					// Real mode: a pseries guest reports its panic
+					// to the hypervisor (RTAS ibm,os-term), and QEMU
+					// stops it there, in the RTAS blob.
+					t.Logf("cpu in real mode at %#x (msr %#x): no kernel address", cpu.PC, cpu.Regs[33])
+					continue
+				}
+				if g.Arch() == "armhf" && cpu.PC >= 0xffff0000 {
+					// The exception vectors' page, a copy of
+					// __vectors_start that kallsyms names only at its link
+					// address (QEMU stopped the CPU entering the IRQ
+					// vector): no symbol holds it.
+					continue
+				}
 				var best *testutil.KallsymsEntry
 				for i := range truth {
 					e := &truth[i]
@@ -233,12 +247,12 @@ func TestBrokenPipe(t *testing.T) {
 	paths := g.RequireDump(t, testutil.DumpQEMUELF)
 	var e bytes.Buffer
 	w := &closedPipe{err: syscall.EPIPE}
-	code := run([]string{"all", paths[0]}, w, &e)
+	code := run([]string{"all", paths[0]}, nil, w, &e)
 	assert.Equal(t, exitOK, code)
 	assert.Empty(t, e.String())
 	assert.NotZero(t, w.n)
 	w.err = syscall.ENOSPC
-	code = run([]string{"all", paths[0]}, w, &e)
+	code = run([]string{"all", paths[0]}, nil, w, &e)
 	assert.Equal(t, exitError, code)
 	assert.Contains(t, e.String(), "no space left on device")
 }

@@ -24,9 +24,21 @@
 //   - arm64: ADRP with the ADD (immediate), LDR/STR (unsigned offset) and
 //     LDP/STP that follow on the same register, including the chains GCC's
 //     section anchors make (adrp; add anchor; add/ldr #offset).
+//   - arm (32-bit): every aligned 32-bit word, as i386 (ARM-mode code
+//     loads a global's address from a literal pool placed after the
+//     function, inside its extent); in ARM mode, the addresses computed
+//     from registers set by MOVW/MOVT pairs or literal loads (ADD/SUB
+//     immediate, loads and stores with an immediate offset: GCC's section
+//     anchors); in Thumb-2 (CONFIG_THUMB2_KERNEL), MOVW/MOVT pairs at
+//     every halfword.
 //   - s390x: the relative-long instructions of the RIL-b format (LARL, the
 //     0xC4 load/store relative long and 0xC6 compare relative long
 //     families) at every halfword.
+//   - ppc64le and ppc64 (ELFv2/ELFv1, -mcmodel=medium): ADDIS and ADDI
+//     chains from registers of known value, and the D- and DS-form loads
+//     and stores on them. r12 holds the function's own address at its
+//     global entry, whose ADDIS/ADDI pair on r2 makes the kernel's TOC
+//     pointer; globals are reached as TOC + ADDIS high + ADDI/load low.
 //   - riscv64 (-mcmodel=medany): AUIPC and LUI with the ADDI, loads and
 //     stores (compressed ones too) that follow on the same register,
 //     decoding the instruction stream from the function's start (2- and
@@ -49,7 +61,7 @@ import (
 // kernel's name, as vmcore.Arch.Name).
 func Supported(arch string) bool {
 	switch arch {
-	case "x86_64", "i386", "arm64", "s390x", "riscv64":
+	case "x86_64", "i386", "arm", "arm64", "s390x", "ppc64le", "ppc64", "riscv64":
 		return true
 	}
 	return false
@@ -65,10 +77,16 @@ func Refs(arch string, pc uint64, code []byte) ([]uint64, error) {
 		out = x86_64(pc, code)
 	case "i386":
 		out = i386(code)
+	case "arm":
+		out = arm(pc, code)
 	case "arm64":
 		out = arm64(pc, code)
 	case "s390x":
 		out = s390x(pc, code)
+	case "ppc64le":
+		out = ppc64(pc, code, binary.LittleEndian)
+	case "ppc64":
+		out = ppc64(pc, code, binary.BigEndian)
 	case "riscv64":
 		out = riscv64(pc, code)
 	default:
@@ -97,6 +115,136 @@ func i386(code []byte) []uint64 {
 		out = append(out, uint64(binary.LittleEndian.Uint32(code[i:])))
 	}
 	return out
+}
+
+// arm yields the aligned words of code (literal pools) and the addresses
+// computed from registers whose values are known, in ARM mode: a MOVW/MOVT
+// pair, or a load from the literal pool, sets a register; MOV copies it;
+// ADD and SUB (immediate) and the loads and stores with an immediate
+// offset compute from it, the way GCC reaches a variable through a section
+// anchor (movw/movt r6, anchor; ldr r4, [r6, #off]). A register stays
+// known until an instruction that may write it. In Thumb-2 (a kernel built
+// with CONFIG_THUMB2_KERNEL) only MOVW/MOVT pairs are followed, at every
+// halfword.
+func arm(pc uint64, code []byte) []uint64 {
+	var out []uint64
+	start := int(-pc & 3) // the first word-aligned byte
+	var val [16]uint32
+	var known [16]bool
+	forget := func(r uint32) { known[r&15] = false }
+	for i := start; i+4 <= len(code); i += 4 {
+		w := binary.LittleEndian.Uint32(code[i:])
+		out = append(out, uint64(w))
+		if w>>28 == 0xf { // unconditional space: nothing followed
+			continue
+		}
+		rn, rd := w>>16&0xf, w>>12&0xf
+		imm16 := w>>4&0xf000 | w&0xfff
+		up := w&(1<<23) != 0
+		switch {
+		case w&0x0ff00000 == 0x03000000: // MOVW Rd, #imm16 (A2)
+			val[rd], known[rd] = imm16, true
+		case w&0x0ff00000 == 0x03400000: // MOVT Rd, #imm16 (A1)
+			if known[rd] {
+				val[rd] = imm16<<16 | val[rd]&0xffff
+				out = append(out, uint64(val[rd]))
+			}
+		case w&0x0fef0ff0 == 0x01a00000: // MOV Rd, Rm
+			val[rd], known[rd] = val[w&0xf], known[w&0xf]
+		case w&0x0f7f0000 == 0x051f0000: // LDR Rt, [PC, #±imm12]
+			off := int64(i) + 8 + armOff(w&0xfff, up)
+			known[rd] = false
+			if off >= 0 && off%4 == 0 && off+4 <= int64(len(code)) {
+				val[rd], known[rd] = binary.LittleEndian.Uint32(code[off:]), true
+			}
+		case w&0x0fc00000 == 0x02800000 || w&0x0fc00000 == 0x02400000: // ADD/SUB Rd, Rn, #imm
+			rot := w >> 8 & 0xf * 2
+			imm := w&0xff>>rot | w&0xff<<(32-rot)&0xffffffff
+			if rot == 0 {
+				imm = w & 0xff
+			}
+			if !known[rn] || rn == 15 {
+				forget(rd)
+				continue
+			}
+			v := val[rn] + imm
+			if w&0x0fc00000 == 0x02400000 {
+				v = val[rn] - imm
+			}
+			out = append(out, uint64(v))
+			val[rd], known[rd] = v, true
+		case w&0x0e000000 == 0x04000000: // LDR/STR(B) Rt, [Rn, #±imm12]{!}, post-indexed
+			arm32Access(&out, &val, &known, w, armOff(w&0xfff, up))
+		case w&0x0e400090 == 0x00400090 && w&0x60 != 0: // LDRH/STRH/LDRD/STRD/LDRS[BH] immediate
+			arm32Access(&out, &val, &known, w, armOff(w>>4&0xf0|w&0xf, up))
+			forget(rd + 1) // LDRD writes a pair
+		case w&0x0f000000 == 0x0b000000 || w&0x0ffffff0 == 0x012fff30: // BL, BLX Rm: the callee's registers
+			for _, r := range []uint32{0, 1, 2, 3, 12, 14} {
+				forget(r)
+			}
+		case w&0x0e100000 == 0x08100000: // LDM: every listed register
+			for r := uint32(0); r < 16; r++ {
+				if w&(1<<r) != 0 {
+					forget(r)
+				}
+			}
+		case w&0x0c000000 == 0x00000000: // other data processing writes Rd
+			forget(rd)
+		}
+	}
+	// Thumb-2: a 32-bit instruction is two little-endian halfwords.
+	clear(known[:])
+	for i := int(pc & 1); i+4 <= len(code); i += 2 {
+		h1 := uint32(binary.LittleEndian.Uint16(code[i:]))
+		h2 := uint32(binary.LittleEndian.Uint16(code[i+2:]))
+		if h2&0x8000 != 0 {
+			continue
+		}
+		imm := h1&0xf<<12 | h1>>10&1<<11 | h2>>12&7<<8 | h2&0xff
+		rd := h2 >> 8 & 0xf
+		switch h1 & 0xfbf0 {
+		case 0xf240: // MOVW Rd, #imm16 (T3)
+			val[rd], known[rd] = imm, true
+		case 0xf2c0: // MOVT Rd, #imm16 (T1)
+			if known[rd] {
+				out = append(out, uint64(imm<<16|val[rd]&0xffff))
+			}
+		}
+	}
+	return out
+}
+
+// armOff is an ARM load/store offset: imm added (U set) or subtracted.
+func armOff(imm uint32, up bool) int64 {
+	if up {
+		return int64(imm)
+	}
+	return -int64(imm)
+}
+
+// arm32Access records the address an ARM load or store with an immediate
+// offset reaches from a known base (P set: base+off, with writeback if W;
+// P clear: the base, then base+off written back), and forgets the register
+// a load writes.
+func arm32Access(out *[]uint64, val *[16]uint32, known *[16]bool, w uint32, off int64) {
+	rn, rt := w>>16&0xf, w>>12&0xf
+	pre, wb, load := w&(1<<24) != 0, w&(1<<21) != 0, w&(1<<20) != 0
+	if known[rn] && rn != 15 {
+		next := val[rn] + uint32(off)
+		if pre {
+			*out = append(*out, uint64(next))
+		} else {
+			*out = append(*out, uint64(val[rn]))
+		}
+		if wb || !pre {
+			val[rn] = next
+		}
+	} else if wb || !pre {
+		known[rn] = false
+	}
+	if load {
+		known[rt] = false
+	}
 }
 
 // arm64 follows the values ADRP puts in registers through the ADD
@@ -166,6 +314,68 @@ func s390x(pc uint64, code []byte) []uint64 {
 		}
 		d := int64(int32(binary.BigEndian.Uint32(code[i+2:])))
 		out = append(out, pc+uint64(i)+uint64(2*d))
+	}
+	return out
+}
+
+// ppc64 follows the values ADDIS and ADDI compute from registers of known
+// value, r12 being the function's address at pc (its global entry point),
+// and yields every address an ADDI, a D-form or a DS-form load or store
+// computes from a known register. A register stays known until an ADDIS
+// or ADDI on an unknown one, or a load, writes it; but not a load from the
+// stack (base r1): the code is read in address order, not in control
+// flow order, and an epilogue restoring the non-volatile registers often
+// comes before the blocks that go on using the values they held.
+func ppc64(pc uint64, code []byte, bo binary.ByteOrder) []uint64 {
+	var out []uint64
+	var val [32]uint64
+	var known [32]bool
+	pc &^= 3
+	val[12], known[12] = pc, true
+	for i := 0; i+4 <= len(code); i += 4 {
+		w := bo.Uint32(code[i:])
+		op := w >> 26
+		rd, ra := w>>21&31, w>>16&31
+		simm := uint64(int64(int16(w & 0xffff)))
+		switch {
+		case op == 15 || op == 14: // addis, addi (rA = 0 means the constant 0)
+			if op == 15 {
+				simm <<= 16
+			}
+			if ra == 0 {
+				val[rd], known[rd] = simm, true
+				continue
+			}
+			if !known[ra] {
+				known[rd] = false
+				continue
+			}
+			v := val[ra] + simm
+			if op == 14 {
+				out = append(out, v)
+			}
+			val[rd], known[rd] = v, true
+		case op >= 32 && op <= 55: // D-form: lwz .. stfdu
+			if ra != 0 && known[ra] {
+				out = append(out, val[ra]+simm)
+			}
+			if (op < 36 || op >= 40 && op < 44 || op == 46) && ra != 1 { // integer loads write rD
+				known[rd] = false
+			}
+			if op&1 == 1 && op <= 47 && ra != 0 { // the update forms write rA
+				known[ra] = false
+			}
+		case op == 58 || op == 62: // DS-form: ld, ldu, lwa; std, stdu
+			if ra != 0 && known[ra] {
+				out = append(out, val[ra]+simm&^3)
+			}
+			if op == 58 && ra != 1 {
+				known[rd] = false
+			}
+			if w&3 == 1 && ra != 0 {
+				known[ra] = false
+			}
+		}
 	}
 	return out
 }

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/ulikunitz/xz"
 )
 
 // RootModule is the module path whose go.mod marks the repository root.
@@ -324,7 +322,7 @@ type Manifest struct {
 // ManifestGuest is one guest in the manifest.
 type ManifestGuest struct {
 	Name string `json:"name"`
-	Arch string `json:"arch"` // amd64, arm64, i386, s390x or riscv64 (the name's last part)
+	Arch string `json:"arch"` // amd64, arm64, armhf, i386, s390x, ppc64el or riscv64 (the name's last part)
 	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL (see CorpusGuest.ExpectModules).
 	KallsymsAll bool `json:"kallsyms_all"`
 	// BTF (CONFIG_DEBUG_INFO_BTF), BPFJIT (CONFIG_BPF_JIT) and
@@ -431,16 +429,37 @@ func (g *CorpusGuest) read(tb testing.TB, name string) []byte {
 }
 
 // Arch returns the guest's architecture as Debian names it: "amd64",
-// "arm64", "i386", "s390x" or "riscv64".
+// "arm64", "armhf", "i386", "s390x", "ppc64el" or "riscv64".
 func (g *CorpusGuest) Arch() string { return g.Manifest.Arch }
 
 // ArchName returns the architecture as vmcore.Arch names it: "x86_64",
-// "arm64", "i386", "s390x" or "riscv64".
+// "arm64", "arm", "i386", "s390x", "ppc64le" or "riscv64".
 func (g *CorpusGuest) ArchName() string {
-	if g.Arch() == "amd64" {
+	switch g.Arch() {
+	case "amd64":
 		return "x86_64"
+	case "ppc64el":
+		return "ppc64le"
+	case "armhf":
+		return "arm"
 	}
 	return g.Arch()
+}
+
+// PtrSize returns the guest kernel's pointer size: 4 on i386 and armhf.
+func (g *CorpusGuest) PtrSize() int {
+	if g.Arch() == "i386" || g.Arch() == "armhf" {
+		return 4
+	}
+	return 8
+}
+
+// KASLR reports whether the guest's kernel randomizes its placement: not
+// on s390x (TCG has no PRNG), armhf (32-bit ARM has no KASLR) nor ppc64el
+// (none of the corpus' pseries boots had it) nor riscv64 (Debian builds it
+// without RANDOMIZE_BASE).
+func (g *CorpusGuest) KASLR() bool {
+	return g.Arch() != "s390x" && g.Arch() != "armhf" && g.Arch() != "ppc64el" && g.Arch() != "riscv64"
 }
 
 // ExpectModules reports whether kallsyms holds the data symbols the
@@ -458,14 +477,15 @@ func (g *CorpusGuest) ExpectModules() bool { return g.Manifest.KallsymsAll }
 const MissingSymbol = "__start_BTF"
 
 // KallsymsText returns the guest's /proc/kallsyms captured just before the
-// crash (decompressed from kallsyms.xz).
+// crash, decompressed from kallsyms.xz once per machine (into the cache
+// the extracts use) rather than on every call: tests ask for it often.
 func (g *CorpusGuest) KallsymsText(tb testing.TB) []byte {
 	tb.Helper()
-	r, err := xz.NewReader(bytes.NewReader(g.read(tb, "kallsyms.xz")))
+	plain, err := decompressedExtract(filepath.Join(g.Dir, "kallsyms.xz"))
 	if err != nil {
 		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
 	}
-	b, err := io.ReadAll(r)
+	b, err := os.ReadFile(plain)
 	if err != nil {
 		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
 	}

@@ -112,8 +112,9 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.Positive(t, got.Vmlinux)
 			assert.Positive(t, got.Modules)
 
-			// KASLR is on (but on s390x: TCG has no PRNG; and Debian's
-			// riscv64 kernel is built without RANDOMIZE_BASE), so kallsyms
+			// KASLR is on (but on s390x: TCG has no PRNG; ppc64 has no
+			// KASLR on pseries; Debian's riscv64 kernel is built without
+			// RANDOMIZE_BASE), so kallsyms
 			// addresses are real (kptr_restrict=0) and every loaded module
 			// has symbols.
 			// _stext, the start of .text, unrandomized: 0xffffffff81000000 on
@@ -122,13 +123,17 @@ func TestCorpusGroundTruth(t *testing.T) {
 			// before _stext, kallsyms lacks without KALLSYMS_ALL);
 			// PAGE_OFFSET + CONFIG_PHYSICAL_START on i386; TEXT_OFFSET
 			// above KERNELOFFSET on s390x, where KERNELOFFSET is the image's
-			// virtual base even without KASLR (v6.10+); KERNEL_LINK_ADDR
-			// plus two pages of head text (_start, the PE/COFF header) on
-			// riscv64.
+			// virtual base even without KASLR (v6.10+); PAGE_OFFSET on
+			// ppc64, whose image starts at physical 0; on armhf (no KASLR)
+			// PAGE_OFFSET + TEXT_OFFSET (0x208000) rounded up by the
+			// section-aligned .head.text and vectors to 0xc0400000 (6.12);
+			// KERNEL_LINK_ADDR plus two pages of head text (_start, the
+			// PE/COFF header) on riscv64.
 			stextBase := map[string][]uint64{"amd64": {0xffffffff81000000}, "arm64": {0xffff800008010000, 0xffff800080010000},
-				"i386": {0xc1000000}, "s390x": {0x100000}, "riscv64": {0xffffffff80002000}}[g.Arch()]
+				"i386": {0xc1000000}, "s390x": {0x100000}, "ppc64el": {0xc000000000000000}, "armhf": {0xc0400000},
+				"riscv64": {0xffffffff80002000}}[g.Arch()]
 			require.NotEmpty(t, stextBase, "arch %q", g.Arch())
-			kaslr := g.Arch() != "s390x" && g.Arch() != "riscv64"
+			kaslr := g.KASLR()
 			text := -1
 			for i, e := range entries {
 				if e.Name == "_stext" && e.Kind == SymVmlinux {
@@ -153,15 +158,17 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.Equal(t, g.Manifest.Uname, uname)
 			vi := string(g.VMCOREINFO(t))
 			assert.Contains(t, vi, "OSRELEASE="+uname+"\n")
-			if g.Arch() == "i386" || g.Arch() == "riscv64" {
-				// 32-bit x86 prints no KERNELOFFSET; KASLR moves the image
-				// physically and virtually alike. riscv64's
-				// arch_crash_save_vmcoreinfo prints none either (its
+			if g.Arch() == "i386" || g.Arch() == "armhf" || g.Arch() == "riscv64" {
+				// 32-bit x86 prints no KERNELOFFSET (KASLR moves the image
+				// physically and virtually alike); 32-bit ARM has no KASLR;
+				// riscv64's arch_crash_save_vmcoreinfo prints none (its
 				// va_kernel_pa_offset and KERNEL_LINK_ADDR instead).
 				assert.NotContains(t, vi, "KERNELOFFSET=")
 			} else {
 				assert.Contains(t, vi, "KERNELOFFSET=")
-				assert.NotContains(t, vi, "KERNELOFFSET=0\n", "KASLR should be active")
+				if kaslr {
+					assert.NotContains(t, vi, "KERNELOFFSET=0\n", "KASLR should be active")
+				}
 			}
 			// The ground truth comes from the same boot as the dump: _stext is
 			// the unrandomized address plus the note's KERNELOFFSET.
@@ -270,27 +277,38 @@ func TestRequireDumpSkips(t *testing.T) {
 	assert.True(t, ran)
 }
 
-// qemuELFLoads reads the program headers of a QEMU ELF64 dump (i386
-// guests' too): debug/elf cannot open the s390x ones, whose .shstrtab
-// section header QEMU 7.2 writes little-endian in a big-endian file.
+// qemuELFLoads reads the program headers of a QEMU dump, ELF64 (i386
+// guests' too) or ELF32 (armhf guests'): debug/elf cannot open the s390x
+// ones, whose .shstrtab section header QEMU 7.2 writes little-endian in a
+// big-endian file.
 func qemuELFLoads(t *testing.T, f io.ReaderAt) (binary.ByteOrder, []elf.ProgHeader) {
 	hdr := make([]byte, 64)
 	_, err := f.ReadAt(hdr, 0)
 	require.NoError(t, err)
 	require.Equal(t, "\x7fELF", string(hdr[:4]))
-	require.Equal(t, byte(elf.ELFCLASS64), hdr[4], "QEMU dumps are ELF64")
+	is32 := hdr[4] == byte(elf.ELFCLASS32)
+	require.True(t, is32 || hdr[4] == byte(elf.ELFCLASS64), "ELF class %d", hdr[4])
 	var bo binary.ByteOrder = binary.LittleEndian
 	if hdr[5] == byte(elf.ELFDATA2MSB) {
 		bo = binary.BigEndian
 	}
-	phoff, phnum := bo.Uint64(hdr[32:]), int(bo.Uint16(hdr[56:]))
+	phoff, phnum, phsize := bo.Uint64(hdr[32:]), int(bo.Uint16(hdr[56:])), 56
+	if is32 {
+		phoff, phnum, phsize = uint64(bo.Uint32(hdr[28:])), int(bo.Uint16(hdr[44:])), 32
+	}
 	require.Less(t, phnum, 0xffff, "PN_XNUM")
-	buf := make([]byte, 56*phnum)
+	buf := make([]byte, phsize*phnum)
 	_, err = f.ReadAt(buf, int64(phoff))
 	require.NoError(t, err)
 	var out []elf.ProgHeader
 	for i := range phnum {
-		b := buf[56*i:]
+		b := buf[phsize*i:]
+		if is32 {
+			w := func(o int) uint64 { return uint64(bo.Uint32(b[o:])) }
+			out = append(out, elf.ProgHeader{Type: elf.ProgType(bo.Uint32(b)), Off: w(4), Vaddr: w(8),
+				Paddr: w(12), Filesz: w(16), Memsz: w(20)})
+			continue
+		}
 		out = append(out, elf.ProgHeader{Type: elf.ProgType(bo.Uint32(b)), Off: bo.Uint64(b[8:]), Vaddr: bo.Uint64(b[16:]),
 			Paddr: bo.Uint64(b[24:]), Filesz: bo.Uint64(b[32:]), Memsz: bo.Uint64(b[40:])})
 	}
@@ -329,6 +347,11 @@ func TestCorpusVMCOREINFOInDump(t *testing.T) {
 				}
 			}
 			require.True(t, found, "no PT_LOAD holds %#x", addr)
+			if g.Arch() == "ppc64el" {
+				// QEMU 7.2 writes the headers big-endian; the note
+				// in memory is the little-endian kernel's.
+				bo = binary.LittleEndian
+			}
 			namesz, descsz := bo.Uint32(buf), bo.Uint32(buf[4:])
 			require.Equal(t, uint32(len("VMCOREINFO")+1), namesz)
 			assert.Equal(t, "VMCOREINFO\x00", string(buf[12:12+namesz]))

@@ -115,6 +115,24 @@ func (g *CorpusGuest) ExtractPaths(f DumpFormat) ([]string, bool) {
 
 var extractMu sync.Mutex
 
+// extractCacheDir is where decompressed extracts are kept.
+func extractCacheDir() string {
+	if dir := os.Getenv(extractCacheEnv); dir != "" {
+		return dir
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "kdump-syms-test", "extracts")
+}
+
+// PinExtractCache fixes where decompressed extracts are kept to where they
+// are kept now, for a test binary about to point the user's cache
+// directory elsewhere (cmd/kdump-syms keeps the CLI's own cache out of the
+// user's): without it, every such run decompresses every extract again.
+func PinExtractCache() error { return os.Setenv(extractCacheEnv, extractCacheDir()) }
+
 // decompressedExtract returns the path of xzPath decompressed, making it
 // when it is not in the cache yet. Files are written under a temporary name
 // and renamed, so concurrent test processes never see a partial file.
@@ -126,15 +144,7 @@ func decompressedExtract(xzPath string) (string, error) {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	dir := os.Getenv(extractCacheEnv)
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		dir = filepath.Join(base, "kdump-syms-test", "extracts")
-	}
-	dir = filepath.Join(dir, hex.EncodeToString(sum[:8]))
+	dir := filepath.Join(extractCacheDir(), hex.EncodeToString(sum[:8]))
 	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(xzPath), ".xz"))
 	if _, err := os.Stat(out); err == nil {
 		return out, nil

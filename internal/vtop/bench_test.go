@@ -59,6 +59,61 @@ func BenchmarkWalkS390X(b *testing.B) {
 	}
 }
 
+// ppcBenchTranslator is a radix 4 KiB ppc64le translator with vm mapped by
+// a 4 KiB page (four table reads to walk).
+func ppcBenchTranslator(b *testing.B, vm uint64, pages uint64) Translator {
+	m := newPhysMem(4096)
+	pb := newPPCBuilder(m, 12, ppcRadix4K)
+	for i := range pages {
+		pb.mapPage(vm+i<<12, 0x12345000+i<<12, 1)
+	}
+	return newPPCTranslator(b, m, ppcInfo(b, 4096, "1"))
+}
+
+// BenchmarkWalkPPC64 measures an uncached ppc64 radix walk (pgd, pud,
+// pmd, pte) down to a 4 KiB page.
+func BenchmarkWalkPPC64(b *testing.B) {
+	vm := uint64(0xc008000000005000)
+	x := ppcBenchTranslator(b, vm, 1).(*translator)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x.walk(vm); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTranslateCachedPPC64 measures a TLB hit on ppc64.
+func BenchmarkTranslateCachedPPC64(b *testing.B) {
+	vm := uint64(0xc008000000005000)
+	tr := ppcBenchTranslator(b, vm, 1)
+	_, err := tr.Translate(vm)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	var sink uint64
+	for b.Loop() {
+		pa, _ := tr.Translate(vm + 0x10)
+		sink += pa
+	}
+	_ = sink
+}
+
+// BenchmarkTranslateUncachedPPC64 is BenchmarkTranslateUncached on ppc64:
+// every translation walks.
+func BenchmarkTranslateUncachedPPC64(b *testing.B) {
+	vm := uint64(0xc008000000000000)
+	const pages = 2 * tlbSize
+	tr := ppcBenchTranslator(b, vm, pages)
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		if _, err := tr.Translate(vm + (i%pages)<<12); err != nil {
+			b.Fatal(err)
+		}
+		i += tlbSize + 1
+	}
+}
+
 // BenchmarkWalkRISCV64 measures an uncached riscv64 Sv57 walk of
 // swapper_pg_dir down to a 4 KiB module page (five table reads).
 func BenchmarkWalkRISCV64(b *testing.B) {
@@ -126,3 +181,40 @@ func BenchmarkReadAt(b *testing.B) {
 }
 
 var _ = binary.LittleEndian
+
+// BenchmarkWalkARM measures an uncached 32-bit ARM walk of swapper_pg_dir
+// down to a 4 KiB module page: LPAE (three table reads) and short
+// descriptors (two).
+func BenchmarkWalkARM(b *testing.B) {
+	for _, lpae := range []bool{true, false} {
+		b.Run(map[bool]string{true: "LPAE", false: "short"}[lpae], func(b *testing.B) {
+			f := newARMFixture(b, lpae, 0xC0000000, 0x40000000)
+			vm := uint64(0xbf000000)
+			f.mapPage(vm, 0x12345000, 12)
+			x := f.new(b, true).(*translator)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := x.walk(vm); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTranslateCachedARM measures a TLB hit on 32-bit ARM (LPAE).
+func BenchmarkTranslateCachedARM(b *testing.B) {
+	f := newARMFixture(b, true, 0xC0000000, 0x40000000)
+	vm := uint64(0xbf000000)
+	f.mapPage(vm, 0x12345000, 12)
+	tr := f.new(b, true)
+	_, err := tr.Translate(vm)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	var sink uint64
+	for b.Loop() {
+		pa, _ := tr.Translate(vm + 0x10)
+		sink += pa
+	}
+	_ = sink
+}

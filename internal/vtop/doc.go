@@ -21,6 +21,13 @@
 //   - i386: the lowmem linear map at PAGE_OFFSET (0xC0000000 unless the
 //     page tables say otherwise) and a 2-level (non-PAE) or 3-level (PAE)
 //     walk. docs/formats.md §4.3.
+//   - arm (32-bit ARMv7): the kernel image in the linear map at
+//     PAGE_OFFSET (PAGE_OFFSET and PHYS_OFFSET, which VMCOREINFO does not
+//     carry, confirmed by the page tables, PHYS_OFFSET's candidates from
+//     the dump's saved ranges) and a walk of swapper_pg_dir in the
+//     short-descriptor format (sections, supersections, small and large
+//     pages) or, with CONFIG_ARM_LPAE, the long-descriptor format (1 GiB
+//     and 2 MiB blocks, 40-bit output addresses). docs/formats.md §4.6.
 //   - s390x: the kernel image as the kernel maps it (identity before
 //     KERNELOFFPHYS existed; va − KERNELOFFSET + KERNELOFFPHYS after), the
 //     identity map of memory up to high_memory (at 0, or at IDENTITYBASE
@@ -28,6 +35,13 @@
 //     -second and -third tables (the top one's type read from its
 //     entries), segment and page tables, with 1 MiB and 2 GiB frames.
 //     docs/formats.md §4.4.
+//   - ppc64le and ppc64 (Book3S-64): the linear map at PAGE_OFFSET
+//     (0xc000000000000000, holding the kernel image) up to VMALLOC_START,
+//     and a walk of swapper_pg_dir, the kernel's Linux page tables
+//     (big-endian entries), for everything above: the radix geometry for
+//     4 KiB and 64 KiB pages, with 2 MiB and 1 GiB leaves, and the hash
+//     MMU's, whose Linux tables have the same entry format (its hashed
+//     page table is not read). docs/formats.md §4.5.
 //   - riscv64: the kernel image (va − va_kernel_pa_offset, from the 2 MiB
 //     boundary below _stext where the walk agrees), the linear map
 //     (PAGE_OFFSET and phys_ram_base, KERN_VIRT_SIZE long) and an Sv39,
@@ -35,7 +49,7 @@
 //     superpages at every level and Svnapot 64 KiB pages.
 //     docs/formats.md §4.7.
 //
-// Other architectures (ppc64le, ...) fail with an error wrapping
+// Other architectures (32-bit PowerPC, ...) fail with an error wrapping
 // errors.ErrUnsupported.
 //
 // A fast path is used only where it is exact: it gives the same answer as

@@ -13,8 +13,10 @@ import (
 
 // FuzzWalk feeds random page-table pages to the walkers: data is cut into
 // 4 KiB pages placed at consecutive pfns from 0x100 (the first holds the
-// x86_64 top-level table, the i386 swapper_pg_dir, arm64's and riscv64's
-// roots and the first of the four of s390x's swapper_pg_dir), and
+// x86_64 top-level table, the i386 swapper_pg_dir, arm64's root, the first
+// of the four of s390x's swapper_pg_dir, the first of ppc64's radix
+// swapper_pg_dir, 32-bit ARM's swapper_pg_dir, LPAE with flags&8, and
+// riscv64's root), and
 // every architecture translates and reads va. Nothing may panic, every
 // failure must be a *memory.FaultError carrying va, and a success must be
 // reproducible through the TLB. Mapped lists the 16 MiB around va (see
@@ -58,6 +60,41 @@ func FuzzWalk(f *testing.F) {
 	for pfn := uint64(0x100); sm.pages[pfn] != nil; pfn++ {
 		s390seed = append(s390seed, sm.pages[pfn]...)
 	}
+	// A ppc64 radix 4 KiB swapper_pg_dir at 0x100000 (its first page: the
+	// vmalloc index) with a page, a 2 MiB and a 1 GiB leaf below it.
+	pm := newPhysMem(4096)
+	pb := newPPCBuilderAt(pm, 0x100000, 12, ppcRadix4K)
+	pb.next = 0x101000
+	pb.mapPage(0xc008000000001000, 0x102000, 1)
+	pb.mapPage(0xc008000000200000, 0x200000, 2)
+	pb.mapPage(0xc008000040000000, 0x40000000, 3)
+	var ppcSeed []byte
+	for pfn := uint64(0x100); pm.pages[pfn] != nil; pfn++ {
+		ppcSeed = append(ppcSeed, pm.pages[pfn]...)
+	}
+	// 32-bit ARM swapper_pg_dirs at 0x100000 (PAGE_OFFSET 0xc0000000,
+	// PHYS_OFFSET 0): short descriptors (four pages) and LPAE (a page of
+	// four entries, then their pmd tables), each with a module page and a
+	// section or block.
+	armSeed := func(lpae bool) []byte {
+		am := newPhysMem(4096)
+		for pfn := range uint64(map[bool]uint64{false: 4, true: 5}[lpae]) {
+			am.page(0x100 + pfn)
+		}
+		af := &armFixture{m: am, lpae: lpae, po: 0xc0000000, swapper: 0xc0100000, root: 0x100000}
+		if lpae {
+			for i := range uint64(4) {
+				am.put64(binary.LittleEndian, af.root+i*8, (af.root+0x1000*(i+1))|3)
+			}
+		}
+		af.mapPage(0xbf000000, 0x102000, 12)
+		af.mapPage(0xc0000000, 0, map[bool]uint{false: 20, true: 21}[lpae])
+		var out []byte
+		for pfn := uint64(0x100); am.pages[pfn] != nil; pfn++ {
+			out = append(out, am.pages[pfn]...)
+		}
+		return out
+	}
 	// A riscv64 Sv39 swapper_pg_dir at 0x100000 with a 4 KiB page, a
 	// 2 MiB and a 1 GiB one (flags 0x40 picks Sv39).
 	rm := newPhysMem(4096)
@@ -70,7 +107,7 @@ func FuzzWalk(f *testing.F) {
 	for pfn := uint64(0x100); rm.pages[pfn] != nil; pfn++ {
 		rvseed = append(rvseed, rm.pages[pfn]...)
 	}
-	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed, rvseed}
+	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed, ppcSeed, armSeed(false), armSeed(true), rvseed}
 	f.Add(uint8(0), []byte(nil), uint64(0xffffc90000001234), uint8(0))
 	f.Add(uint8(0), []byte(nil), uint64(0xffff888000012345), uint8(0x10))
 	f.Add(uint8(1), []byte(nil), uint64(0xffffc90000001234), uint8(1))
@@ -79,9 +116,14 @@ func FuzzWalk(f *testing.F) {
 	f.Add(uint8(fuzzRaw), []byte{}, uint64(0), uint8(0xff))
 	f.Add(uint8(4), []byte(nil), uint64(0x3ff00001234), uint8(0))
 	f.Add(uint8(4), []byte(nil), uint64(0x3ff80123456), uint8(0))
-	f.Add(uint8(5), []byte(nil), uint64(0xffffffff7f001234), uint8(0x40))
-	f.Add(uint8(5), []byte(nil), uint64(0xffffffd600123456), uint8(0x40))
-	f.Add(uint8(5), []byte(nil), uint64(0xffffffff80123456), uint8(0xc0))
+	f.Add(uint8(5), []byte(nil), uint64(0xc008000000001234), uint8(0))
+	f.Add(uint8(5), []byte(nil), uint64(0xc008000040123456), uint8(0x40))
+	f.Add(uint8(6), []byte(nil), uint64(0xbf000123), uint8(0))
+	f.Add(uint8(7), []byte(nil), uint64(0xbf000123), uint8(8))
+	f.Add(uint8(7), []byte(nil), uint64(0xc0012345), uint8(8))
+	f.Add(uint8(8), []byte(nil), uint64(0xffffffff7f001234), uint8(0x40))
+	f.Add(uint8(8), []byte(nil), uint64(0xffffffd600123456), uint8(0x40))
+	f.Add(uint8(8), []byte(nil), uint64(0xffffffff80123456), uint8(0xc0))
 
 	f.Fuzz(func(t *testing.T, mode uint8, data []byte, va uint64, flags uint8) {
 		if mode&fuzzRaw != 0 {
@@ -122,7 +164,16 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 	i386info, _ = vmcoreinfo.Parse([]byte(i386lines))
 	vaBits := []string{"39", "48", "52", "47"}[flags>>4&3]
 	armInfo, _ = vmcoreinfo.Parse([]byte("OSRELEASE=f\nPAGESIZE=4096\nSYMBOL(swapper_pg_dir)=ffff800000100000\nNUMBER(kimage_voffset)=0xffff800000000000\nNUMBER(PHYS_OFFSET)=0x40000000\nNUMBER(VA_BITS)=" + vaBits + "\n"))
+	armLines := "OSRELEASE=f\nSYMBOL(swapper_pg_dir)=c0100000\n"
+	if flags&8 != 0 {
+		armLines += "CONFIG_ARM_LPAE=y\n"
+	}
+	arm32info, _ := vmcoreinfo.Parse([]byte(armLines))
 	s390info, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(_stext)=100000\nSYMBOL(swapper_pg_dir)=100000\nKERNELOFFSET=0\n"))
+	// ppc64: flags 0x40 picks 64 KiB pages, 0x80 the hash geometry.
+	ppcInfo, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(_stext)=c000000000000000\nSYMBOL(swapper_pg_dir)=c000000000100000\n" +
+		map[bool]string{false: "PAGESIZE=4096\n", true: "PAGESIZE=65536\n"}[flags&0x40 != 0] +
+		map[bool]string{false: "NUMBER(RADIX_MMU)=1\n", true: "NUMBER(RADIX_MMU)=0\n"}[flags&0x80 != 0]))
 	// riscv64: swapper_pg_dir at physical 0x100000 through the image
 	// mapping; Sv39, Sv48 or Sv57 from flags bits 6-7 (3: VA_BITS the
 	// walk refuses).
@@ -134,6 +185,8 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 		{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
 		{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
 		{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
+		{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: ppcInfo, Phys: m},
+		{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: arm32info, Phys: m},
 		{Arch: "riscv64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: rvinfo, Phys: m},
 	} {
 		tr, err := New(cfg)
@@ -186,10 +239,10 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 // fuzzMapped lists the mapped runs of the 16 MiB window around va: they
 // must be non-empty, in increasing order, apart (neighbours are merged)
 // and inside the window, and stopping after the first must end the walk.
-// On s390x and riscv64 (canonical windows), whose walk and enumeration
-// check the same entry bits (and, s390x, table lengths and address-space
-// size), the first and last byte of every run must translate through the
-// walk and the byte after it must not.
+// On s390x, ppc64 and riscv64 (canonical windows), whose walk and
+// enumeration check the same entry bits (and table lengths and
+// address-space size), the first and last byte of every run must translate
+// through the walk and the byte after it must not.
 func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 	m, ok := tr.(Mapper)
 	if !ok {
@@ -227,7 +280,7 @@ func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 		return
 	}
 	switch arch {
-	case "s390x":
+	case "s390x", "ppc64le":
 	case "riscv64":
 		// The same entry rules; the window is canonical with va.
 		bits := 12 + 9*uint(x.layout.Levels)

@@ -35,6 +35,10 @@ type ptWalker struct {
 	// (s390x: a region-third table's 4 TiB): nothing at or above it is
 	// mapped, rather than aliasing to lower indexes.
 	vaLimit uint64
+	// vaBase, if not 0, is the start of what the top table translates
+	// (ppc64: PAGE_OFFSET, the kernel's quadrant): nothing below it is
+	// mapped, rather than aliasing to the same indexes.
+	vaBase uint64
 	// length, if not nil, gives the indexes [first, last] of the next
 	// table that exist, from the entry at level l pointing at it (s390x:
 	// a region entry's table offset and length); other indexes are
@@ -113,6 +117,12 @@ func (t *translator) Mapped(lo, hi uint64, yield func(start, end uint64) bool) e
 			return nil
 		}
 		hi = min(hi, w.vaLimit)
+	}
+	if lo < w.vaBase {
+		if hi <= w.vaBase {
+			return nil
+		}
+		lo = w.vaBase
 	}
 	walk(w.root, w.levels, lo, hi-1, 0, ^uint64(0))
 	if have && !stopped {

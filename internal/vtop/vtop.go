@@ -13,8 +13,10 @@ import (
 
 // Config describes the dump a Translator reads.
 type Config struct {
-	// Arch is the architecture: "x86_64", "arm64", "i386", "s390x" or "riscv64"
-	// (aliases "amd64", "aarch64", "386"/"i686", "s390" are accepted).
+	// Arch is the architecture: "x86_64", "arm64", "arm", "i386",
+	// "s390x", "ppc64le", "ppc64" or "riscv64" (aliases "amd64", "aarch64",
+	// "armhf"/"armv7l", "386"/"i686", "s390", "ppc64el", "powerpc64" are
+	// accepted).
 	// Others fail with an error wrapping errors.ErrUnsupported.
 	Arch string
 	// ByteOrder and PtrSize are the target's; nothing is assumed.
@@ -36,6 +38,10 @@ type Config struct {
 	// PhysBase is x86_64's phys_base from elsewhere (the kdump sub-header),
 	// used when VMCOREINFO lacks NUMBER(phys_base).
 	PhysBase *uint64
+	// PhysRanges optionally yields the dump's saved physical ranges
+	// [start, last] in ascending order. 32-bit ARM takes its PHYS_OFFSET
+	// candidates from them: VMCOREINFO does not carry it.
+	PhysRanges func(yield func(start, last uint64) bool)
 }
 
 // Translator reads kernel virtual memory and translates kernel virtual
@@ -65,13 +71,14 @@ type Layout struct {
 	Levels int
 	// Root is the physical address of the top-level page table.
 	Root uint64
-	// PhysBase is x86_64's phys_base, as 64-bit two's complement.
+	// PhysBase is x86_64's phys_base, as 64-bit two's complement, or
+	// 32-bit ARM's PHYS_OFFSET.
 	PhysBase       uint64
 	PhysBaseSource string
 	// KernelOffset is KERNELOFFSET, the KASLR slide of the kernel image.
 	KernelOffset uint64
 	// DirectMap is the virtual base of the linear map of physical memory
-	// (x86_64 page_offset_base, arm64/i386 PAGE_OFFSET); 0 if unknown.
+	// (x86_64 page_offset_base, arm64/arm/i386 PAGE_OFFSET); 0 if unknown.
 	DirectMap       uint64
 	DirectMapSource string
 	// FastPaths are the linear ranges translated without a walk.
@@ -113,10 +120,14 @@ func New(cfg Config) (Translator, error) {
 		t, err = newX86_64(cfg)
 	case "arm64", "aarch64":
 		t, err = newARM64(cfg)
+	case "arm", "armhf", "armv7l", "armv7":
+		t, err = newARM(cfg)
 	case "i386", "386", "i686", "x86", "i586":
 		t, err = newI386(cfg)
 	case "s390x", "s390":
 		t, err = newS390X(cfg)
+	case "ppc64le", "ppc64", "powerpc64", "powerpc64le", "ppc64el":
+		t, err = newPPC64(cfg)
 	case "riscv64":
 		t, err = newRISCV64(cfg)
 	default:

@@ -197,12 +197,24 @@ func vmcoreinfoNote(path, sysPath string) ([]byte, error) {
 		if _, err := f.ReadAt(buf, int64(p.off+addr-p.paddr)); err != nil {
 			return nil, err
 		}
-		if desc, ok := findNote(buf, e.bo); ok {
-			return desc, nil
+		// The note in memory is in the kernel's byte order, which is not
+		// always the container's (QEMU 7.2 writes ppc64le dumps big-endian).
+		for _, bo := range []binary.ByteOrder{e.bo, other(e.bo)} {
+			if desc, ok := findNote(buf, bo); ok {
+				return desc, nil
+			}
 		}
 		return nil, fmt.Errorf("no VMCOREINFO note in the dump, nor in memory at %#x", addr)
 	}
 	return nil, fmt.Errorf("no VMCOREINFO note in the dump, and %#x (+%#x) is in no segment", addr, size)
+}
+
+// other returns the byte order that is not bo.
+func other(bo binary.ByteOrder) binary.ByteOrder {
+	if bo == binary.ByteOrder(binary.BigEndian) {
+		return binary.LittleEndian
+	}
+	return binary.BigEndian
 }
 
 // findNote returns the descriptor of the first VMCOREINFO note in buf.

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+)
+
+// imageGuests are the guests whose images TestImagesCorpus always checks;
+// without -short it adds the two whose architecture the image formats make
+// hard: i386 (named by --arch) and big-endian s390x. (Every guest passes;
+// each costs about a second.)
+var imageGuests = []string{"deb13-6.12-amd64", "deb13-6.12-arm64"}
+
+var imageGuestsLong = []string{"deb11-5.10-i386", "deb13-6.12-s390x"}
+
+// TestImagesCorpus converts each guest's committed QEMU ELF extract into a
+// LiME file, an AVML image and a raw image (testutil.ConvertImages) and
+// checks that `kdump-syms all` prints the guest's /proc/kallsyms byte for
+// byte from each, finding VMCOREINFO by the memory scan, and that `info`
+// names the format. i386 needs --arch: nothing in its VMCOREINFO names it.
+func TestImagesCorpus(t *testing.T) {
+	names := imageGuests
+	if !testing.Short() {
+		names = append(names, imageGuestsLong...)
+	}
+	ran := 0
+	for _, name := range names {
+		g := testutil.CorpusGuestNamed(t, name)
+		t.Run(name, func(t *testing.T) {
+			src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
+			if !ok {
+				t.Skipf("no committed QEMU ELF extract of %s", name)
+			}
+			ran++
+			im, err := testutil.ConvertImages(src[0], t.TempDir())
+			require.NoError(t, err)
+			want := string(g.KallsymsText(t))
+			var extra []string
+			if g.Arch() == "i386" {
+				extra = []string{"--arch", "i386"}
+			}
+			for _, c := range []struct {
+				format string
+				args   []string
+			}{
+				{"lime", []string{im.LiME}},
+				{"avml", []string{im.AVML}},
+				{"raw", []string{"--raw", im.RawLayout, im.Raw}},
+			} {
+				t.Run(c.format, func(t *testing.T) {
+					args := append(append([]string{"all"}, extra...), c.args...)
+					code, stdout, stderr := runCLI(args...)
+					require.Equal(t, exitOK, code, stderr)
+					if stdout != want {
+						gl, wl := strings.Split(stdout, "\n"), strings.Split(want, "\n")
+						for i := range min(len(gl), len(wl)) {
+							if gl[i] != wl[i] {
+								t.Fatalf("output differs from /proc/kallsyms at line %d:\n want %q\n  got %q", i+1, wl[i], gl[i])
+							}
+						}
+						t.Fatalf("output differs from /proc/kallsyms: %d lines, want %d", len(gl), len(wl))
+					}
+					args[0] = "info"
+					code, stdout, stderr = runCLI(append(args, "--no-symbols")...)
+					require.Equal(t, exitOK, code, stderr)
+					assert.Regexp(t, `(?m)^format: +`+c.format+`$`, stdout)
+					assert.Regexp(t, `(?m)^vmcoreinfo: +memory-scan at 0x`, stdout)
+				})
+			}
+		})
+	}
+	if ran == 0 {
+		t.Skip("no committed QEMU ELF extracts")
+	}
+}
+
+// TestImagesBadInput: a memory image the file cannot hold fails with a
+// message naming the range; a malformed --raw is a usage error.
+func TestImagesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small.raw")
+	require.NoError(t, os.WriteFile(small, make([]byte, 0x2000), 0o644))
+	code, _, stderr := runCLI("all", "--raw", "0:0x1000,0x100000:1M", small)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "range 1 [0x100000-0x1fffff]: raw image too short: the range needs file bytes up to 0x101000, the file has 0x2000")
+
+	code, _, stderr = runCLI("all", "--raw", "0x", small)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `invalid value "0x" for flag -raw`)
+
+	lime := filepath.Join(dir, "bad.lime")
+	img := append(testutil.LiMEHeader(binary.LittleEndian, 0x4C694D45, 1, 0x1000, 0x2fff), make([]byte, 0x1000)...)
+	require.NoError(t, os.WriteFile(lime, img, 0o644))
+	code, _, stderr = runCLI("all", lime)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "range 0 [0x1000-0x2fff]: range needs 8192 bytes of data, the file has 4096 left")
+}
+
+// TestImagesExtract: `kdump-syms extract` of a memory image writes an ELF
+// core of the pages read, with the architecture and VMCOREINFO as a note,
+// from which `all` prints /proc/kallsyms.
+func TestImagesExtract(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
+	if !ok {
+		t.Skip("no committed QEMU ELF extract of " + g.Name)
+	}
+	dir := t.TempDir()
+	im, err := testutil.ConvertImages(src[0], dir)
+	require.NoError(t, err)
+	out := filepath.Join(dir, "small.elf")
+	code, _, stderr := runCLI("extract", "-o", out, "--raw", im.RawLayout, im.Raw)
+	require.Equal(t, exitOK, code, stderr)
+	code, stdout, stderr := runCLI("info", "--no-symbols", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `(?m)^format: +elf$`, stdout)
+	assert.Regexp(t, `(?m)^vmcoreinfo: +elf-note$`, stdout)
+	code, stdout, stderr = runCLI("all", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.True(t, stdout == string(g.KallsymsText(t)), "all differs from /proc/kallsyms")
+}
+
+// fullImagesEnv, set to 1, makes TestImagesFullDump convert the full QEMU
+// ELF dumps of the cache (256 MiB each, about 3 s and 800 MiB of disk per
+// guest), which TestImagesCorpus's extracts cannot show: AVML leaves out
+// all-zero 16 MiB blocks, which a full dump has.
+const fullImagesEnv = "KDUMP_SYMS_FULL_IMAGES"
+
+// TestImagesFullDump is TestImagesCorpus on the full dumps, with
+// fullImagesEnv=1 and the cache present.
+func TestImagesFullDump(t *testing.T) {
+	if os.Getenv(fullImagesEnv) != "1" {
+		t.Skipf("set %s=1 to convert the full corpus dumps (slow)", fullImagesEnv)
+	}
+	for _, name := range imageGuests {
+		g := testutil.CorpusGuestNamed(t, name)
+		t.Run(name, func(t *testing.T) {
+			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
+			im, err := testutil.ConvertImages(src[0], t.TempDir())
+			require.NoError(t, err)
+			want := string(g.KallsymsText(t))
+			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
+				code, stdout, stderr := runCLI(append([]string{"all"}, args...)...)
+				require.Equal(t, exitOK, code, stderr)
+				assert.True(t, stdout == want, "%v: all differs from /proc/kallsyms", args)
+			}
+		})
+	}
+}
