@@ -14,7 +14,7 @@ import (
 // Stack is one CPU's stack as Unwind found it.
 type Stack struct {
 	// Unwinder names how Frames were found: "frame pointers" (arm64,
-	// i386), "back chain" (s390x, ppc64) or "ORC" (x86_64); "" when the stack was
+	// i386, riscv64), "back chain" (s390x, ppc64) or "ORC" (x86_64); "" when the stack was
 	// not unwound, Stop.Err saying why.
 	Unwinder string
 	Frames   []unwind.Frame
@@ -24,13 +24,13 @@ type Stack struct {
 // fpRegister is the frame pointer's (s390x: the stack pointer's) index in
 // PRSTATUS's registers, and pcName the program counter's name.
 var (
-	fpRegister = map[string]int{"arm64": 29, "i386": 5, "s390x": 17, "ppc64le": 1, "ppc64": 1}
-	pcName     = map[string]string{"arm64": "pc", "i386": "eip", "s390x": "psw_addr", "ppc64le": "nip", "ppc64": "nip"}
+	fpRegister = map[string]int{"arm64": 29, "i386": 5, "s390x": 17, "ppc64le": 1, "ppc64": 1, "riscv64": 8}
+	pcName     = map[string]string{"arm64": "pc", "i386": "eip", "s390x": "psw_addr", "ppc64le": "nip", "ppc64": "nip", "riscv64": "pc"}
 )
 
 // Unwind walks the kernel stack of a CPU whose registers, in PRSTATUS's
 // order, are regs (vmcore.CPU.Regs), with what the kernel keeps without
-// debug info: frame records on arm64 and i386, the back chain on s390x,
+// debug info: frame records on arm64, i386 and riscv64, the back chain on s390x,
 // vmlinux's and the modules' ORC tables on x86_64 (see ORCTables). The
 // frames found are returned with why the walk stopped; an architecture with
 // no unwinder gives no frames and an error wrapping errors.ErrUnsupported.
@@ -74,6 +74,14 @@ func (s *Session) Unwind(regs []uint64) Stack {
 		}
 	case "s390x":
 		opt.UserEnd = 0
+	case "riscv64":
+		// THREAD_SIZE 16 KiB; s0 points above its {fp, ra} record; ra
+		// (x1, PRSTATUS word 1) for a leaf that saved none.
+		opt.StackSize = 16 << 10
+		opt.RecordBelow = true
+		if len(regs) > 1 {
+			opt.RA = regs[1]
+		}
 	}
 	var pc uint64
 	for i, n := range elfcore.RegisterNames(arch.ELFMachine()) {

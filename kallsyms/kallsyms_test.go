@@ -2,6 +2,7 @@ package kallsyms
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -229,6 +230,26 @@ func TestErrors(t *testing.T) {
 				require.ErrorIs(t, err, memory.ErrNotSaved, "cut %d lazy %v", cut, lazy)
 			}
 		}
+	})
+	t.Run("base-relative offset wraps", func(t *testing.T) {
+		// A damaged first offset whose sum with relative_base wraps past
+		// the top decodes below every other address and so still sorts
+		// (riscv64's base is 2 GiB below the top): refused, not taken.
+		var br gen
+		for _, x := range gens {
+			if x.enc == BaseRelative && x.ptr == 8 && x.bo == binary.ByteOrder(binary.LittleEndian) {
+				br = x
+				break
+			}
+		}
+		require.Equal(t, BaseRelative, br.enc)
+		s := build(br, makeSyms(br, 1000))
+		m := &memMap{base: s.mem.base, data: append([]byte(nil), s.mem.data...)}
+		at := s.labels["kallsyms_offsets"]
+		br.bo.PutUint32(m.data[at-m.base:], 0xffffffff)
+		_, err := Load(m, s.info, Options{})
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "relative_base")
 	})
 	t.Run("unsaved names", func(t *testing.T) {
 		m := &memMap{base: s.mem.base, data: s.mem.data[:s.labels["kallsyms_names"]+100-s.mem.base]}

@@ -223,6 +223,10 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 				if err != nil {
 					return err
 				}
+				if ok && !t.aboveBase() {
+					errs = append(errs, corrupt(c.table, 4, "%s: the first offset at %#x wraps below relative_base %#x", enc, c.table, base))
+					continue
+				}
 				if err := raw.readErr(); err != nil {
 					errs = append(errs, err)
 					break
@@ -295,8 +299,22 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 	return nil
 }
 
-// sorted reports whether the decoded addresses never decrease.
+// aboveBase reports whether a base-relative table's first address is not
+// below relative_base, which scripts/kallsyms sets to the lowest address:
+// an offset whose sum wraps the address space (a damaged entry, on a
+// kernel such as riscv64's whose base is within 4 GiB of the top) would
+// otherwise decode to small addresses that still sort below the rest.
+// The other encodings have no such bound and always pass.
+func (t *tables) aboveBase() bool {
+	return t.enc != BaseRelative || t.n == 0 || t.addrAt(0) >= t.base
+}
+
+// sorted reports whether the decoded addresses never decrease (and, base
+// relative, start at relative_base or above: aboveBase).
 func (t *tables) sorted() bool {
+	if !t.aboveBase() {
+		return false
+	}
 	prev := uint64(0)
 	for i := range t.n {
 		a := t.addrAt(i)

@@ -143,6 +143,17 @@ func TestParseKallsymsSplitModule(t *testing.T) {
 	assert.Equal(t, []string{"a3"}, names(collect(f, Query{Kind: ByName, Name: "a3"})))
 }
 
+// TestParseKallsymsModuleSpace: riscv64 modules' ".L0 " labels, as
+// /proc/kallsyms prints them, name included up to the tab.
+func TestParseKallsymsModuleSpace(t *testing.T) {
+	f, err := ParseKallsyms(strings.NewReader("ffffffff80000000 T _start\nffffffff02f3f0aa t .L0 \t[ext4]\nffffffff02f3f0b0 t ext4_x\t[ext4]\n"), "saved")
+	require.NoError(t, err)
+	s := collect(f, Query{Kind: ByName, Name: ".L0 "})
+	require.Len(t, s, 1)
+	assert.Equal(t, "ext4", s[0].Module)
+	assert.Equal(t, uint64(0xffffffff02f3f0aa), s[0].Addr)
+}
+
 func TestParseKallsymsErrors(t *testing.T) {
 	good := "ffffffff81000000 T _text\n"
 	for _, tc := range []struct {

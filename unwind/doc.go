@@ -6,7 +6,11 @@
 // 32-bit default), each function's prologue stores the caller's frame
 // pointer and its return address side by side, [fp] and [fp+word], and
 // points the frame pointer register (x29 on arm64, ebp on i386) at that
-// pair. The walk starts at the saved program counter and frame pointer and
+// pair. riscv64 (CONFIG_FRAME_POINTER, Debian's) points s0 just above the
+// pair instead, at [fp−2 words] and [fp−word] (Options.RecordBelow), and
+// a leaf function that saved no ra holds the caller's frame pointer in
+// the ra slot, which the walk recognises in the first frame as the
+// kernel's walk_stackframe does (Options.RA). The walk starts at the saved program counter and frame pointer and
 // stops at the kernel's final frame record (a zero frame pointer), at a
 // frame pointer that is misaligned, unreadable or goes backwards on its
 // stack, at a return address outside the kernel, or after MaxFrames.

@@ -37,6 +37,18 @@ type Options struct {
 	StackSize uint64
 	MaxFrames int // default 128
 	MaxStacks int // default 4
+	// RecordBelow is riscv64's layout: the frame pointer (s0) points just
+	// above its record {fp, ra}, which sits at fp − 2 words
+	// (arch/riscv/kernel/stacktrace.c, struct stackframe); elsewhere the
+	// record is at fp.
+	RecordBelow bool
+	// RA is riscv64's ra register of the first frame, for a leaf function
+	// that saved no return address: its record holds the caller's frame
+	// pointer where ra would be, and, as the kernel's walk_stackframe
+	// does, a value there that lies on the same stack at or above fp is
+	// taken as the next frame pointer and RA as the return address. 0:
+	// no such check.
+	RA uint64
 }
 
 // Stop says why a walk ended.
@@ -96,21 +108,28 @@ func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop
 		if fp < opt.UserEnd {
 			return frames, Stop{Final: true, Why: fmt.Sprintf("frame pointer %#x in user space", fp)}
 		}
-		if fp%w != 0 || fp > ^uint64(0)-2*w {
+		if fp%w != 0 || fp > ^uint64(0)-2*w || opt.RecordBelow && fp < 2*w {
 			return frames, Stop{Err: fmt.Errorf("frame pointer %#x misaligned: %w", fp, ErrBadFrame)}
 		}
-		if err := memory.ReadFull(kmem, rec[:2*w], fp); err != nil {
-			return frames, Stop{Err: fmt.Errorf("frame record at %#x: %w", fp, err)}
+		at := fp
+		if opt.RecordBelow {
+			at = fp - 2*w
+		}
+		if err := memory.ReadFull(kmem, rec[:2*w], at); err != nil {
+			return frames, Stop{Err: fmt.Errorf("frame record at %#x: %w", at, err)}
 		}
 		next, ret := word(rec[:], opt), word(rec[w:], opt)
 		if ret == 0 && next == 0 {
 			return frames, final // the final record holds zeros
 		}
+		if len(frames) == 1 && opt.RA != 0 && ret >= fp && ret%w == 0 && ret&^(opt.StackSize-1) == fp&^(opt.StackSize-1) {
+			next, ret = ret, opt.RA // a leaf: no ra saved, the caller's fp in its slot
+		}
 		if opt.PACMask != 0 && ret&(1<<55) != 0 {
 			ret |= opt.PACMask
 		}
 		if ret < opt.KernelStart {
-			return frames, Stop{Err: fmt.Errorf("return address %#x at %#x is not in the kernel: %w", ret, fp+w, ErrBadFrame)}
+			return frames, Stop{Err: fmt.Errorf("return address %#x at %#x is not in the kernel: %w", ret, at+w, ErrBadFrame)}
 		}
 		frames = append(frames, Frame{PC: ret, FP: fp})
 		if next != 0 {

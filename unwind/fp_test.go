@@ -171,6 +171,40 @@ func TestBackChainS390(t *testing.T) {
 	assert.ErrorIs(t, stop.Err, memory.ErrNotSaved)
 }
 
+// TestFramePointerRISCV64: s0 points above its {fp, ra} record; a leaf
+// function saved no ra, and its record's ra slot holds the caller's fp.
+func TestFramePointerRISCV64(t *testing.T) {
+	opt := Options{KernelStart: text, UserEnd: 1 << 63, RecordBelow: true}
+	m := testutil.NewSparseMemory()
+	// Frame pointers (s0 values); records at s0-16.
+	fps := []uint64{stack + 0x100, stack + 0x180, stack + 0x3f00}
+	for i, fp := range fps {
+		next := uint64(0x7ffffd7b96f0) // the user s0 the entry code saved
+		if i+1 < len(fps) {
+			next = fps[i+1]
+		}
+		m.PutU64(fp-16, next)
+		m.PutU64(fp-8, text+0x10*uint64(i+1))
+	}
+	fr, stop := FramePointer(m, text+4, fps[0], opt)
+	assert.True(t, stop.Final, stop.String())
+	assert.Contains(t, stop.Why, "user space")
+	assert.Equal(t, []uint64{text + 4, text + 0x10, text + 0x20, text + 0x30}, pcs(fr))
+
+	// A leaf at the top: its "record" is {?, caller's fp}; ra is RA.
+	leaf := uint64(stack + 0x80)
+	m.PutU64(leaf-16, 0xdead)
+	m.PutU64(leaf-8, fps[0])
+	opt.RA = text + 0x8
+	fr, stop = FramePointer(m, text+4, leaf, opt)
+	assert.True(t, stop.Final, stop.String())
+	assert.Equal(t, []uint64{text + 4, text + 0x8, text + 0x10, text + 0x20, text + 0x30}, pcs(fr))
+
+	// A frame pointer below the two words its record needs.
+	_, stop = FramePointer(m, text+4, 8, Options{KernelStart: text, RecordBelow: true})
+	assert.ErrorIs(t, stop.Err, ErrBadFrame)
+}
+
 func TestBackChainPPC64(t *testing.T) {
 	m := testutil.NewSparseMemory()
 	le := func(a, v uint64) {

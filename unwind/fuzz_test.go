@@ -7,8 +7,9 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
-// FuzzFramePointer edits a well-formed stack of frame records: both walks
-// end, within MaxFrames, with a reason, whatever the stack holds.
+// FuzzFramePointer edits a well-formed stack of frame records: every walk
+// (frame records at fp and, riscv64's, below it; s390x's back chain)
+// ends, within MaxFrames, with a reason, whatever the stack holds.
 func FuzzFramePointer(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0, 0, 0, 0x10, 8, 0x00, 0x01, 0x01, 0x08, 0x00, 0x80, 0xff, 0xff}) // a loop
@@ -29,7 +30,13 @@ func FuzzFramePointer(f *testing.F) {
 		img := testutil.FuzzPatch(base, edits)
 		mem := testutil.NewSparseMemory()
 		mem.Write(stack, img)
-		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390, BackChainPPC64} {
+		// riscv64's layout (records below s0, the leaf rule with an RA)
+		// reads the same image 16 bytes lower.
+		riscv := func(r memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop) {
+			opt.RecordBelow, opt.RA = true, text+0x1234
+			return FramePointer(r, pc, fp+16, opt)
+		}
+		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390, BackChainPPC64, riscv} {
 			fr, stop := walk(mem, text, stack, Options{KernelStart: text, MaxFrames: 64})
 			if len(fr) > 64 || len(fr) == 0 {
 				t.Fatalf("%d frames", len(fr))

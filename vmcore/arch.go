@@ -123,11 +123,17 @@ func archFromUname(m string) Arch {
 	return Arch{Name: name, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "kdump-header"}
 }
 
-// resolveArch merges the container's architecture with VMCOREINFO's.
-// memOrder is the byte order of the VMCOREINFO note found in memory (nil
-// when the container carried it): the kernel wrote it, so for the 64-bit
-// PowerPC family, whose ELF e_machine and kdump header do not reliably give
-// the kernel's byte order (QEMU 7.2 writes ppc64le dumps big-endian,
+// resolveArch merges the container's architecture with VMCOREINFO's. What
+// the container records (the ELF e_machine, the kdump header's utsname
+// machine) identifies the architecture; VMCOREINFO only hints at it
+// (vmcoreinfo.Info.Arch guesses from lines several architectures share:
+// riscv64 prints NUMBER(VA_BITS) as arm64 does), so it decides only when
+// the container does not say, and a hint that disagrees with the
+// container is no evidence of corruption: the container wins. memOrder is
+// the byte order of the VMCOREINFO note found in memory (nil when the
+// container carried it): the kernel wrote it, so for the 64-bit PowerPC
+// family, whose ELF e_machine and kdump header do not reliably give the
+// kernel's byte order (QEMU 7.2 writes ppc64le dumps big-endian,
 // docs/formats.md §3.8), it decides ppc64le against ppc64.
 func resolveArch(c Arch, info *vmcoreinfo.Info, memOrder binary.ByteOrder) (Arch, error) {
 	var vi string
@@ -143,8 +149,10 @@ func resolveArch(c Arch, info *vmcoreinfo.Info, memOrder binary.ByteOrder) (Arch
 	case c.Name == "":
 		ai := archInfo[vi]
 		return Arch{Name: vi, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "vmcoreinfo"}, nil
-	case vi != "" && vi != c.Name:
-		return Arch{}, fmt.Errorf("architecture mismatch: container says %s (%s), VMCOREINFO says %s: %w", c.Name, c.Source, vi, memory.ErrCorrupt)
+	case c.Source == "option" && vi != "" && vi != c.Name:
+		// A name the caller gave for an image that records none is
+		// checked: the image itself is what may be wrong for it.
+		return Arch{}, fmt.Errorf("architecture mismatch: Options.Arch says %s, VMCOREINFO says %s: %w", c.Name, vi, memory.ErrCorrupt)
 	}
 	if ai, ok := archInfo[c.Name]; ok {
 		if c.ByteOrder == nil {

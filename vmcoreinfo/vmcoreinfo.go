@@ -224,10 +224,13 @@ func (in *Info) KernelOffset() (uint64, bool) { return in.get("KERNELOFFSET", pa
 func (in *Info) CrashTime() (uint64, bool) { return in.get("CRASHTIME", dec) }
 
 // Arch guesses the architecture from architecture-only lines, for dumps
-// whose container does not say: "x86_64", "arm64", "s390x", "ppc64" (the
-// 64-bit PowerPC family: the text does not tell ppc64le from big-endian
-// ppc64, the note's byte order does), or "" when the lines do not decide
-// (i386 prints no architecture lines at all).
+// whose container does not say: "x86_64", "arm64", "s390x", "riscv64",
+// "ppc64" (the 64-bit PowerPC family: the text does not tell ppc64le from
+// big-endian ppc64, the note's byte order does), or "" when the lines do
+// not decide (i386 prints no architecture lines at all). It is a guess:
+// arm64 and riscv64 both print NUMBER(VA_BITS), and only riscv64's own
+// lines (arch/riscv/kernel/vmcore_info.c) tell them apart; a container
+// that names its machine knows better.
 func (in *Info) Arch() string {
 	switch {
 	case (hasKey(in, "NUMBER(RADIX_MMU)") || hasKey(in, "SYMBOL(mmu_psize_defs)")) && in.symbolAbove("_stext", 1<<32):
@@ -236,6 +239,8 @@ func (in *Info) Arch() string {
 		return "ppc64"
 	case hasKey(in, "NUMBER(phys_base)") || hasKey(in, "SYMBOL(init_top_pgt)") || hasKey(in, "SYMBOL(init_level4_pgt)") || hasKey(in, "NUMBER(pgtable_l5_enabled)"):
 		return "x86_64"
+	case hasKey(in, "NUMBER(phys_ram_base)") || hasKey(in, "NUMBER(va_kernel_pa_offset)") || hasKey(in, "NUMBER(KERNEL_LINK_ADDR)"):
+		return "riscv64"
 	case hasKey(in, "NUMBER(kimage_voffset)") || hasKey(in, "NUMBER(VA_BITS)"):
 		return "arm64"
 	case hasKey(in, "SYMBOL(lowcore_ptr)") || hasKey(in, "SAMODE31"):

@@ -58,6 +58,15 @@ func TestParse(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "whatever", s)
 	assert.Equal(t, "x86_64", in.Arch())
+	for text, want := range map[string]string{
+		"NUMBER(VA_BITS)=48\nNUMBER(kimage_voffset)=0xffff800000000000\n":      "arm64",
+		"NUMBER(VA_BITS)=57\nNUMBER(phys_ram_base)=2147483648\n":               "riscv64",
+		"NUMBER(VA_BITS)=39\nNUMBER(va_kernel_pa_offset)=0xfffffffeffe00000\n": "riscv64",
+	} {
+		ri, err := Parse([]byte("OSRELEASE=6.12.0\n" + text))
+		require.NoError(t, err)
+		assert.Equal(t, want, ri.Arch(), text)
+	}
 	arm, err := Parse([]byte("OSRELEASE=6.12.117+deb13-armmp-lpae\nSYMBOL(swapper_pg_dir)=c0203000\nCONFIG_ARM_LPAE=y\n"))
 	require.NoError(t, err)
 	assert.Equal(t, "arm", arm.Arch())

@@ -55,7 +55,7 @@ func TestPanicCorpus(t *testing.T) {
 				require.Equal(t, rep.LogCPU, rep.CrashingCPU, "notes are in CPU order")
 				c := rep.CPUs[rep.CrashingCPU]
 				assert.True(t, c.Crashing)
-				pcName := map[string]string{"arm64": "pc", "arm": "pc", "x86_64": "rip", "i386": "eip", "s390x": "psw_addr", "ppc64le": "nip"}[g.ArchName()]
+				pcName := map[string]string{"arm64": "pc", "arm": "pc", "x86_64": "rip", "i386": "eip", "s390x": "psw_addr", "ppc64le": "nip", "riscv64": "pc"}[g.ArchName()]
 				require.NotEmpty(t, pcName)
 				realMode := false
 				for _, r := range c.Registers {
@@ -112,10 +112,11 @@ func TestPanicCorpus(t *testing.T) {
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 // traceLine matches a call trace entry: "  func+off/size" (x86_64, arm64,
-// s390x, with "? " guesses and "[<addr>] " on older x86), ppc64's
-// " [sp] [pc] func+off/size", and 32-bit ARM's "callee from
-// caller+off/size", whose caller is the frame's function.
-var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\] (?: |\[[0-9a-f]+\] \[[0-9a-f]+\] )(\? )?(?:\[<[0-9a-f]+>\] )?(?:[A-Za-z0-9_.]+ from )?([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
+// s390x, with "? " guesses and "[<addr>] " on older x86), riscv64's
+// " [<addr>] func+off/size" (one space), ppc64's " [sp] [pc]
+// func+off/size", and 32-bit ARM's "callee from caller+off/size", whose
+// caller is the frame's function.
+var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\] (?: |\[[0-9a-f]+\] \[[0-9a-f]+\] )?(\? )?(?:\[<[0-9a-f]+>\] )?(?:[A-Za-z0-9_.]+ from )?([A-Za-z0-9_.]+)\+0x[0-9a-f]+/0x[0-9a-f]+`)
 
 // ppcMSRIR is MSR[IR], instruction relocation: clear in real mode.
 const ppcMSRIR = 0x20

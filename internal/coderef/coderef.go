@@ -39,6 +39,10 @@
 //     and stores on them. r12 holds the function's own address at its
 //     global entry, whose ADDIS/ADDI pair on r2 makes the kernel's TOC
 //     pointer; globals are reached as TOC + ADDIS high + ADDI/load low.
+//   - riscv64 (-mcmodel=medany): AUIPC and LUI with the ADDI, loads and
+//     stores (compressed ones too) that follow on the same register,
+//     decoding the instruction stream from the function's start (2- and
+//     4-byte instructions, told apart by their low bits).
 //
 // # Security
 //
@@ -57,7 +61,7 @@ import (
 // kernel's name, as vmcore.Arch.Name).
 func Supported(arch string) bool {
 	switch arch {
-	case "x86_64", "i386", "arm", "arm64", "s390x", "ppc64le", "ppc64":
+	case "x86_64", "i386", "arm", "arm64", "s390x", "ppc64le", "ppc64", "riscv64":
 		return true
 	}
 	return false
@@ -83,6 +87,8 @@ func Refs(arch string, pc uint64, code []byte) ([]uint64, error) {
 		out = ppc64(pc, code, binary.LittleEndian)
 	case "ppc64":
 		out = ppc64(pc, code, binary.BigEndian)
+	case "riscv64":
+		out = riscv64(pc, code)
 	default:
 		return nil, fmt.Errorf("coderef: code of %q: %w", arch, errors.ErrUnsupported)
 	}
@@ -372,4 +378,125 @@ func ppc64(pc uint64, code []byte, bo binary.ByteOrder) []uint64 {
 		}
 	}
 	return out
+}
+
+// riscv64 follows the values AUIPC and LUI put in registers through the
+// ADDI instructions after them, and yields every address an ADDI, a load
+// or a store (not AUIPC's own partial value) (RV64I, F/D, and the C extension's register-based forms)
+// computes from a register so known. Any other instruction writing a
+// register makes it unknown. x0 is never known.
+func riscv64(pc uint64, code []byte) []uint64 {
+	var out []uint64
+	var val [32]uint64
+	var known [32]bool
+	set := func(rd uint32, v uint64, ok bool) {
+		if rd != 0 {
+			val[rd], known[rd] = v, ok
+		}
+	}
+	for i := 0; i+2 <= len(code); {
+		at := pc + uint64(i)
+		h := uint32(binary.LittleEndian.Uint16(code[i:]))
+		if h&3 != 3 { // compressed, 16 bits
+			i += 2
+			rvc(h, &val, &known, &out, set)
+			continue
+		}
+		if i+4 > len(code) {
+			break
+		}
+		w := binary.LittleEndian.Uint32(code[i:])
+		i += 4
+		rd, rs1 := w>>7&31, w>>15&31
+		immI := uint64(int64(int32(w)) >> 20)
+		immS := uint64(int64(int32(w&0xfe000000))>>20 | int64(w>>7&31))
+		switch w & 0x7f {
+		case 0x17: // AUIPC: pc + hi20 alone is no address (the low 12 bits
+			// come with the ADDI, load or store after it), so only a
+			// register value; yielding it made a mutex's wait_list next
+			// to ftrace_ops_trampoline_list a second candidate on 6.12.
+			set(rd, at+uint64(int64(int32(w&0xfffff000))), true)
+		case 0x37: // LUI
+			set(rd, uint64(int64(int32(w&0xfffff000))), true)
+		case 0x13: // OP-IMM: ADDI follows, the others write rd
+			if w>>12&7 == 0 && known[rs1] {
+				v := val[rs1] + immI
+				out = append(out, v)
+				set(rd, v, true)
+			} else {
+				set(rd, 0, false)
+			}
+		case 0x03, 0x07: // LOAD, LOAD-FP
+			if known[rs1] {
+				out = append(out, val[rs1]+immI)
+			}
+			if w&0x7f == 0x03 {
+				set(rd, 0, false)
+			}
+		case 0x23, 0x27: // STORE, STORE-FP
+			if known[rs1] {
+				out = append(out, val[rs1]+immS)
+			}
+		case 0x63, 0x0f, 0x53, 0x43, 0x47, 0x4b, 0x4f: // branches, fences, FP: no integer rd
+		default:
+			set(rd, 0, false)
+		}
+	}
+	return out
+}
+
+// rvc decodes a compressed instruction for riscv64.
+func rvc(h uint32, val *[32]uint64, known *[32]bool, out *[]uint64, set func(uint32, uint64, bool)) {
+	q, f3 := h&3, h>>13
+	rdFull := h >> 7 & 31
+	rs1p := h>>7&7 + 8 // rs1' of loads and stores
+	rdp := h>>2&7 + 8  // rd' / rs2' of loads and stores
+	switch q {
+	case 0:
+		var off uint64
+		switch f3 {
+		case 2, 6: // C.LW, C.SW (also C.FLW on RV32 only)
+			off = uint64(h>>10&7)<<3 | uint64(h>>6&1)<<2 | uint64(h>>5&1)<<6
+		case 1, 3, 5, 7: // C.FLD, C.LD, C.FSD, C.SD
+			off = uint64(h>>10&7)<<3 | uint64(h>>5&3)<<6
+		default: // C.ADDI4SPN
+			set(rdp, 0, false)
+			return
+		}
+		if known[rs1p] {
+			*out = append(*out, val[rs1p]+off)
+		}
+		if f3 == 2 || f3 == 3 {
+			set(rdp, 0, false)
+		}
+	case 1:
+		switch f3 {
+		case 0: // C.ADDI
+			imm := uint64(int64(int32(h>>12&1<<31|(h>>2&31)<<26)) >> 26)
+			if known[rdFull] {
+				v := val[rdFull] + imm
+				*out = append(*out, v)
+				set(rdFull, v, true)
+			}
+		case 1, 2, 3: // C.ADDIW, C.LI, C.LUI/C.ADDI16SP
+			set(rdFull, 0, false)
+		case 4: // C.SRLI, C.SRAI, C.ANDI, C.SUB ...: rd'
+			set(rs1p, 0, false)
+		}
+	case 2:
+		switch f3 {
+		case 0, 2, 3: // C.SLLI, C.LWSP, C.LDSP
+			set(rdFull, 0, false)
+		case 4:
+			rs2 := h >> 2 & 31
+			switch {
+			case h>>12&1 == 0 && rs2 != 0: // C.MV
+				set(rdFull, val[rs2], known[rs2])
+			case h>>12&1 == 1 && rs2 != 0: // C.ADD
+				set(rdFull, 0, false)
+			case h>>12&1 == 1 && rdFull != 0: // C.JALR writes ra
+				set(1, 0, false)
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package coderef
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -144,9 +145,10 @@ func TestS390X(t *testing.T) {
 }
 
 func TestUnsupported(t *testing.T) {
-	_, err := Refs("riscv64", 0, []byte{1, 2, 3, 4})
+	_, err := Refs("mips", 0, []byte{1, 2, 3, 4})
 	require.True(t, errors.Is(err, errors.ErrUnsupported))
-	require.False(t, Supported("riscv64"))
+	require.False(t, Supported("mips"))
+	require.True(t, Supported("riscv64"))
 	require.True(t, Supported("ppc64le"))
 	require.True(t, Supported("arm64"))
 	require.True(t, Supported("arm"))
@@ -171,4 +173,38 @@ func FuzzRefs(f *testing.F) {
 			require.Less(t, got[i-1], got[i])
 		}
 	})
+}
+
+func TestRISCV64(t *testing.T) {
+	const pc = 0xffffffff80100000
+	base := uint64(pc + 0x12345000)
+	code := le32(
+		0x12345<<12|15<<7|0x17,           // auipc a5, 0x12345
+		0x678<<20|15<<15|15<<7|0x13,      // addi a5, a5, 0x678
+		16<<20|15<<15|3<<12|14<<7|0x03,   // ld a4, 16(a5)
+		24<<7|3<<12|15<<15|0x23,          // sd zero, 24(a5)
+		0xff8<<20|15<<15|12<<7|0x13,      // addi a2, a5, -8
+		0<<20|14<<15|3<<12|11<<7|0x03,    // ld a1, 0(a4): a4 was loaded, not known
+		0x1000<<12|15<<7|0x37,            // lui a5, 0x1000: absolute
+		0x10<<20|15<<15|3<<12|10<<7|0x03, // ld a0, 16(a5)
+	)
+	// c.ld a3, 8(a2) (rs1' = a2, rd' = a3), then c.addi a2, -4 and
+	// c.mv a5, a2; sd zero, 0(a5)
+	cLd := uint16(3<<13 | 1<<10 | 4<<7 | 5<<2) // c.ld a3, 8(a2)
+	code = append(code, byte(cLd), byte(cLd>>8))
+	cAddi := uint16(0<<13 | 1<<12 | 12<<7 | 0x1c<<2 | 1) // c.addi a2, -4
+	cMv := uint16(4<<13 | 15<<7 | 12<<2 | 2)             // c.mv a5, a2
+	code = append(code, byte(cAddi), byte(cAddi>>8), byte(cMv), byte(cMv>>8))
+	code = append(code, le32(3<<12|15<<15|0x23)...) // sd zero, 0(a5)
+	got, err := Refs("riscv64", pc, code)
+	require.NoError(t, err)
+	want := []uint64{0x1000010, base + 0x678 - 8 - 4, base + 0x678 - 8, base + 0x678 - 8 + 8, base + 0x678, base + 0x678 + 16, base + 0x678 + 24}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	require.Equal(t, want, got)
+	require.True(t, Supported("riscv64"))
+	// A truncated 32-bit instruction at the end is ignored.
+	got, err = Refs("riscv64", pc, []byte{0x97, 0x57})
+	require.NoError(t, err)
+	require.Empty(t, got)
 }

@@ -125,15 +125,18 @@ func ParseKallsyms(r io.Reader) ([]KallsymsEntry, error) {
 			}
 			mod = mod[1 : len(mod)-1]
 		}
-		f := strings.Fields(line)
-		if len(f) != 3 || len(f[1]) != 1 {
+		// The name is the rest of the line, verbatim: riscv64 modules'
+		// ".L0 " labels end in a space.
+		a, rest, ok1 := strings.Cut(line, " ")
+		typ, name, ok2 := strings.Cut(rest, " ")
+		if !ok1 || !ok2 || len(typ) != 1 || name == "" || mod == "" && strings.Contains(name, " ") {
 			return nil, fmt.Errorf("kallsyms line %d: %q", n, sc.Text())
 		}
-		addr, err := strconv.ParseUint(f[0], 16, 64)
+		addr, err := strconv.ParseUint(a, 16, 64)
 		if err != nil {
 			return nil, fmt.Errorf("kallsyms line %d: address: %w", n, err)
 		}
-		e := KallsymsEntry{Addr: addr, Type: f[1][0], Name: f[2], Module: mod, Kind: ClassifyModule(mod)}
+		e := KallsymsEntry{Addr: addr, Type: typ[0], Name: name, Module: mod, Kind: ClassifyModule(mod)}
 		out = append(out, e)
 	}
 	return out, sc.Err()
@@ -319,7 +322,7 @@ type Manifest struct {
 // ManifestGuest is one guest in the manifest.
 type ManifestGuest struct {
 	Name string `json:"name"`
-	Arch string `json:"arch"` // amd64, arm64, armhf, i386 or s390x (the name's last part)
+	Arch string `json:"arch"` // amd64, arm64, armhf, i386, s390x, ppc64el or riscv64 (the name's last part)
 	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL (see CorpusGuest.ExpectModules).
 	KallsymsAll bool `json:"kallsyms_all"`
 	// BTF (CONFIG_DEBUG_INFO_BTF), BPFJIT (CONFIG_BPF_JIT) and
@@ -426,11 +429,11 @@ func (g *CorpusGuest) read(tb testing.TB, name string) []byte {
 }
 
 // Arch returns the guest's architecture as Debian names it: "amd64",
-// "arm64", "armhf", "i386", "s390x" or "ppc64el".
+// "arm64", "armhf", "i386", "s390x", "ppc64el" or "riscv64".
 func (g *CorpusGuest) Arch() string { return g.Manifest.Arch }
 
 // ArchName returns the architecture as vmcore.Arch names it: "x86_64",
-// "arm64", "arm", "i386", "s390x" or "ppc64le".
+// "arm64", "arm", "i386", "s390x", "ppc64le" or "riscv64".
 func (g *CorpusGuest) ArchName() string {
 	switch g.Arch() {
 	case "amd64":
@@ -453,9 +456,10 @@ func (g *CorpusGuest) PtrSize() int {
 
 // KASLR reports whether the guest's kernel randomizes its placement: not
 // on s390x (TCG has no PRNG), armhf (32-bit ARM has no KASLR) nor ppc64el
-// (none of the corpus' pseries boots had it).
+// (none of the corpus' pseries boots had it) nor riscv64 (Debian builds it
+// without RANDOMIZE_BASE).
 func (g *CorpusGuest) KASLR() bool {
-	return g.Arch() != "s390x" && g.Arch() != "armhf" && g.Arch() != "ppc64el"
+	return g.Arch() != "s390x" && g.Arch() != "armhf" && g.Arch() != "ppc64el" && g.Arch() != "riscv64"
 }
 
 // ExpectModules reports whether kallsyms holds the data symbols the

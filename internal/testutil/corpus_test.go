@@ -112,8 +112,9 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.Positive(t, got.Vmlinux)
 			assert.Positive(t, got.Modules)
 
-			// KASLR is on (but on s390x: TCG has no PRNG; and ppc64 has
-			// no KASLR on pseries), so kallsyms
+			// KASLR is on (but on s390x: TCG has no PRNG; ppc64 has no
+			// KASLR on pseries; Debian's riscv64 kernel is built without
+			// RANDOMIZE_BASE), so kallsyms
 			// addresses are real (kptr_restrict=0) and every loaded module
 			// has symbols.
 			// _stext, the start of .text, unrandomized: 0xffffffff81000000 on
@@ -125,9 +126,12 @@ func TestCorpusGroundTruth(t *testing.T) {
 			// virtual base even without KASLR (v6.10+); PAGE_OFFSET on
 			// ppc64, whose image starts at physical 0; on armhf (no KASLR)
 			// PAGE_OFFSET + TEXT_OFFSET (0x208000) rounded up by the
-			// section-aligned .head.text and vectors to 0xc0400000 (6.12).
+			// section-aligned .head.text and vectors to 0xc0400000 (6.12);
+			// KERNEL_LINK_ADDR plus two pages of head text (_start, the
+			// PE/COFF header) on riscv64.
 			stextBase := map[string][]uint64{"amd64": {0xffffffff81000000}, "arm64": {0xffff800008010000, 0xffff800080010000},
-				"i386": {0xc1000000}, "s390x": {0x100000}, "ppc64el": {0xc000000000000000}, "armhf": {0xc0400000}}[g.Arch()]
+				"i386": {0xc1000000}, "s390x": {0x100000}, "ppc64el": {0xc000000000000000}, "armhf": {0xc0400000},
+				"riscv64": {0xffffffff80002000}}[g.Arch()]
 			require.NotEmpty(t, stextBase, "arch %q", g.Arch())
 			kaslr := g.KASLR()
 			text := -1
@@ -140,6 +144,8 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.NotZero(t, entries[text].Addr, "addresses hidden (kptr_restrict?)")
 			if kaslr {
 				assert.NotContains(t, stextBase, entries[text].Addr, "KASLR should be active")
+			} else if g.Arch() == "riscv64" {
+				assert.Contains(t, stextBase, entries[text].Addr, "_stext at its link address")
 			}
 			for _, m := range mods {
 				assert.Positive(t, modSyms[m.Name], "no kallsyms lines for module %s", m.Name)
@@ -152,9 +158,11 @@ func TestCorpusGroundTruth(t *testing.T) {
 			assert.Equal(t, g.Manifest.Uname, uname)
 			vi := string(g.VMCOREINFO(t))
 			assert.Contains(t, vi, "OSRELEASE="+uname+"\n")
-			if g.Arch() == "i386" || g.Arch() == "armhf" {
+			if g.Arch() == "i386" || g.Arch() == "armhf" || g.Arch() == "riscv64" {
 				// 32-bit x86 prints no KERNELOFFSET (KASLR moves the image
-				// physically and virtually alike); 32-bit ARM has no KASLR.
+				// physically and virtually alike); 32-bit ARM has no KASLR;
+				// riscv64's arch_crash_save_vmcoreinfo prints none (its
+				// va_kernel_pa_offset and KERNEL_LINK_ADDR instead).
 				assert.NotContains(t, vi, "KERNELOFFSET=")
 			} else {
 				assert.Contains(t, vi, "KERNELOFFSET=")

@@ -42,9 +42,15 @@
 //     4 KiB and 64 KiB pages, with 2 MiB and 1 GiB leaves, and the hash
 //     MMU's, whose Linux tables have the same entry format (its hashed
 //     page table is not read). docs/formats.md §4.5.
+//   - riscv64: the kernel image (va − va_kernel_pa_offset, from the 2 MiB
+//     boundary below _stext where the walk agrees), the linear map
+//     (PAGE_OFFSET and phys_ram_base, KERN_VIRT_SIZE long) and an Sv39,
+//     Sv48 or Sv57 walk of swapper_pg_dir (the mode from VA_BITS) with
+//     superpages at every level and Svnapot 64 KiB pages.
+//     docs/formats.md §4.7.
 //
-// Other architectures (32-bit PowerPC, riscv64, ...) fail with an error
-// wrapping errors.ErrUnsupported.
+// Other architectures (32-bit PowerPC, ...) fail with an error wrapping
+// errors.ErrUnsupported.
 //
 // A fast path is used only where it is exact: it gives the same answer as
 // the walk wherever the walk succeeds. The one deliberate difference is the

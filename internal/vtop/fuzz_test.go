@@ -15,7 +15,8 @@ import (
 // 4 KiB pages placed at consecutive pfns from 0x100 (the first holds the
 // x86_64 top-level table, the i386 swapper_pg_dir, arm64's root, the first
 // of the four of s390x's swapper_pg_dir, the first of ppc64's radix
-// swapper_pg_dir and 32-bit ARM's swapper_pg_dir, LPAE with flags&8), and
+// swapper_pg_dir, 32-bit ARM's swapper_pg_dir, LPAE with flags&8, and
+// riscv64's root), and
 // every architecture translates and reads va. Nothing may panic, every
 // failure must be a *memory.FaultError carrying va, and a success must be
 // reproducible through the TLB. Mapped lists the 16 MiB around va (see
@@ -94,7 +95,19 @@ func FuzzWalk(f *testing.F) {
 		}
 		return out
 	}
-	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed, ppcSeed, armSeed(false), armSeed(true)}
+	// A riscv64 Sv39 swapper_pg_dir at 0x100000 with a 4 KiB page, a
+	// 2 MiB and a 1 GiB one (flags 0x40 picks Sv39).
+	rm := newPhysMem(4096)
+	rb := &rvBuilder{m: rm, root: 0x100000, levels: 3}
+	rm.page(0x100)
+	rb.mapPage(0xffffffff7f001000, 0x102000, 12, rvRead|rvExec)
+	rb.mapPage(0xffffffff80000000, 0x200000, 21, rvRead|rvWrite|rvExec)
+	rb.mapPage(0xffffffd600000000, 0x80000000, 30, rvRead|rvWrite)
+	var rvseed []byte
+	for pfn := uint64(0x100); rm.pages[pfn] != nil; pfn++ {
+		rvseed = append(rvseed, rm.pages[pfn]...)
+	}
+	bases := [][]byte{seed, padded, seed[:4096], loop, s390seed, ppcSeed, armSeed(false), armSeed(true), rvseed}
 	f.Add(uint8(0), []byte(nil), uint64(0xffffc90000001234), uint8(0))
 	f.Add(uint8(0), []byte(nil), uint64(0xffff888000012345), uint8(0x10))
 	f.Add(uint8(1), []byte(nil), uint64(0xffffc90000001234), uint8(1))
@@ -108,6 +121,9 @@ func FuzzWalk(f *testing.F) {
 	f.Add(uint8(6), []byte(nil), uint64(0xbf000123), uint8(0))
 	f.Add(uint8(7), []byte(nil), uint64(0xbf000123), uint8(8))
 	f.Add(uint8(7), []byte(nil), uint64(0xc0012345), uint8(8))
+	f.Add(uint8(8), []byte(nil), uint64(0xffffffff7f001234), uint8(0x40))
+	f.Add(uint8(8), []byte(nil), uint64(0xffffffd600123456), uint8(0x40))
+	f.Add(uint8(8), []byte(nil), uint64(0xffffffff80123456), uint8(0xc0))
 
 	f.Fuzz(func(t *testing.T, mode uint8, data []byte, va uint64, flags uint8) {
 		if mode&fuzzRaw != 0 {
@@ -158,6 +174,12 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 	ppcInfo, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(_stext)=c000000000000000\nSYMBOL(swapper_pg_dir)=c000000000100000\n" +
 		map[bool]string{false: "PAGESIZE=4096\n", true: "PAGESIZE=65536\n"}[flags&0x40 != 0] +
 		map[bool]string{false: "NUMBER(RADIX_MMU)=1\n", true: "NUMBER(RADIX_MMU)=0\n"}[flags&0x80 != 0]))
+	// riscv64: swapper_pg_dir at physical 0x100000 through the image
+	// mapping; Sv39, Sv48 or Sv57 from flags bits 6-7 (3: VA_BITS the
+	// walk refuses).
+	rvBits := []string{"48", "39", "57", "40"}[flags>>6&3]
+	rvinfo, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(swapper_pg_dir)=ffffffff80100000\nSYMBOL(_stext)=ffffffff80002000\n" +
+		"NUMBER(va_kernel_pa_offset)=0xffffffff80000000\nNUMBER(phys_ram_base)=0\nNUMBER(PAGE_OFFSET)=0xffffffd600000000\nNUMBER(VA_BITS)=" + rvBits + "\n"))
 	for _, cfg := range []Config{
 		{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390info, Phys: m},
 		{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
@@ -165,6 +187,7 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 		{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
 		{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: ppcInfo, Phys: m},
 		{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: arm32info, Phys: m},
+		{Arch: "riscv64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: rvinfo, Phys: m},
 	} {
 		tr, err := New(cfg)
 		if err != nil {
@@ -216,10 +239,10 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 // fuzzMapped lists the mapped runs of the 16 MiB window around va: they
 // must be non-empty, in increasing order, apart (neighbours are merged)
 // and inside the window, and stopping after the first must end the walk.
-// On s390x and ppc64, whose walk and enumeration check the same entry
-// bits, table lengths and address-space size, the first and last byte of
-// every run must translate through the walk and the byte after it must
-// not.
+// On s390x, ppc64 and riscv64 (canonical windows), whose walk and
+// enumeration check the same entry bits (and table lengths and
+// address-space size), the first and last byte of every run must translate
+// through the walk and the byte after it must not.
 func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 	m, ok := tr.(Mapper)
 	if !ok {
@@ -253,7 +276,18 @@ func fuzzMapped(t *testing.T, arch string, tr Translator, va uint64) {
 		t.Fatalf("%s: Mapped went on after yield returned false (%d calls)", arch, n)
 	}
 	x := tr.(*translator)
-	if (arch != "s390x" && arch != "ppc64le") || x.walk == nil {
+	if x.walk == nil {
+		return
+	}
+	switch arch {
+	case "s390x", "ppc64le":
+	case "riscv64":
+		// The same entry rules; the window is canonical with va.
+		bits := 12 + 9*uint(x.layout.Levels)
+		if top := int64(va) >> (bits - 1); top != 0 && top != -1 {
+			return
+		}
+	default:
 		return
 	}
 	for _, r := range runs {

@@ -233,3 +233,22 @@ func (s *s390) ptWalker() *ptWalker {
 	}
 	return w
 }
+
+func (r *riscv64) ptWalker() *ptWalker {
+	return &ptWalker{
+		phys: r.phys, bo: binary.LittleEndian, root: r.root, entrySize: 8, levels: r.levels,
+		shift: func(l int) uint { return rvPageShift + 9*uint(l-1) },
+		bits:  func(int) uint { return 9 },
+		// As walk: a leaf it would refuse maps nothing.
+		decode: func(e uint64, l int) (bool, bool, uint64) {
+			if e&rvValid == 0 {
+				return false, false, 0
+			}
+			if e&rvLeaf == 0 {
+				return l > 1, false, rvPA(e)
+			}
+			_, bad := rvLeafPA(e, l, 0)
+			return bad == "", true, 0
+		},
+	}
+}

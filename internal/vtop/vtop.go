@@ -14,7 +14,7 @@ import (
 // Config describes the dump a Translator reads.
 type Config struct {
 	// Arch is the architecture: "x86_64", "arm64", "arm", "i386",
-	// "s390x", "ppc64le" or "ppc64" (aliases "amd64", "aarch64",
+	// "s390x", "ppc64le", "ppc64" or "riscv64" (aliases "amd64", "aarch64",
 	// "armhf"/"armv7l", "386"/"i686", "s390", "ppc64el", "powerpc64" are
 	// accepted).
 	// Others fail with an error wrapping errors.ErrUnsupported.
@@ -128,6 +128,8 @@ func New(cfg Config) (Translator, error) {
 		t, err = newS390X(cfg)
 	case "ppc64le", "ppc64", "powerpc64", "powerpc64le", "ppc64el":
 		t, err = newPPC64(cfg)
+	case "riscv64":
+		t, err = newRISCV64(cfg)
 	default:
 		return nil, fmt.Errorf("vtop: architecture %q: %w", cfg.Arch, errors.ErrUnsupported)
 	}

@@ -281,7 +281,7 @@ func TestX86_64PhysBase(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	for _, arch := range []string{"ppc", "riscv64", "mips"} {
+	for _, arch := range []string{"ppc", "riscv32", "mips"} {
 		_, err := New(Config{Arch: arch, ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: newPhysMem(4096)})
 		assert.ErrorIs(t, err, errors.ErrUnsupported, arch)
 	}

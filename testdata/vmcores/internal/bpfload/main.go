@@ -15,8 +15,9 @@ import (
 )
 
 // sysBPF is bpf(2)'s number: 321 on amd64, 280 on arm64 (asm-generic), 386
-// on arm (EABI), 357 on i386, 351 on s390x, 361 on powerpc.
-var sysBPF = map[string]uintptr{"amd64": 321, "arm64": 280, "arm": 386, "386": 357, "s390x": 351, "ppc64le": 361}[runtime.GOARCH]
+// on arm (EABI), 357 on i386, 351 on s390x, 361 on powerpc, 280 on riscv64
+// (asm-generic).
+var sysBPF = map[string]uintptr{"amd64": 321, "arm64": 280, "arm": 386, "386": 357, "s390x": 351, "ppc64le": 361, "riscv64": 280}[runtime.GOARCH]
 
 const (
 	bpfProgLoad             = 5
