@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/elfcore"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+)
+
+// Volatility3Env names a volatility3 source tree (the directory holding
+// vol.py) for TestVolatility3; Volatility3GuestsEnv the corpus guests it
+// runs on, comma-separated.
+const (
+	Volatility3Env       = "KDUMP_SYMS_VOLATILITY3"
+	Volatility3GuestsEnv = "KDUMP_SYMS_VOL3_GUESTS"
+	// PythonEnv names the Python interpreter; python3 by default.
+	PythonEnv = "KDUMP_SYMS_PYTHON"
+)
+
+// vol3DefaultGuests are the guests volatility3 2.x can read: x86_64 (it
+// has no arm64 or s390x address translation before 2.20).
+var vol3DefaultGuests = []string{"deb13-6.12-amd64", "deb12-6.1-amd64"}
+
+// TestVolatility3 is the real client: for each guest it writes a LiME
+// image of the full QEMU dump, exports the kernel's ISF from that image
+// with kdump-syms, and runs volatility3's linux.lsmod and linux.pslist on
+// the image with only that ISF. lsmod must list exactly the modules (and
+// sizes) of the guest's /proc/modules; pslist must list the guest's
+// processes: /init (PID 1, comm "init") and kthreadd (PID 2) as roots,
+// bpfload as init's only child, every other task a kernel thread (parent
+// kthreadd), among them ksoftirqd/0 and kswapd0.
+//
+// Opt-in: set KDUMP_SYMS_VOLATILITY3 to a volatility3 source tree
+// (testdata/vmcores/vol3-check does, and says how), and have the full
+// corpus dumps (KDUMP_SYMS_CORPUS). volatility3 needs python3-pefile
+// (Debian), and validates the ISF against its schema when
+// python3-jsonschema is installed.
+func TestVolatility3(t *testing.T) {
+	tree := os.Getenv(Volatility3Env)
+	if tree == "" {
+		t.Skipf("set %s to a volatility3 source tree to run volatility3 on exported ISF files", Volatility3Env)
+	}
+	vol := filepath.Join(tree, "vol.py")
+	if _, err := os.Stat(vol); err != nil {
+		t.Fatalf("%s=%s: %v", Volatility3Env, tree, err)
+	}
+	python := os.Getenv(PythonEnv)
+	if python == "" {
+		python = "python3"
+	}
+	python, err := exec.LookPath(python)
+	if err != nil {
+		t.Skipf("no Python to run volatility3: %v", err)
+	}
+	// volatility3 checks each ISF against its schema when it can import
+	// jsonschema, and else takes it as valid: say which.
+	if err := exec.Command(python, "-c", "import jsonschema").Run(); err != nil {
+		t.Logf("%s cannot import jsonschema (Debian: python3-jsonschema): volatility3 will not check the ISF against its schema", python)
+	} else {
+		t.Logf("volatility3 checks the ISF against its schema (jsonschema found)")
+	}
+	guests := vol3DefaultGuests
+	if s := os.Getenv(Volatility3GuestsEnv); s != "" {
+		guests = strings.Split(s, ",")
+	}
+	for _, name := range guests {
+		g := testutil.CorpusGuestNamed(t, name)
+		t.Run(name, func(t *testing.T) {
+			src := g.RequireFullDump(t, testutil.DumpQEMUELF)[0]
+			dir := t.TempDir()
+			image := filepath.Join(dir, name+".lime")
+			writeLiME(t, src, image)
+			symdir := filepath.Join(dir, "symbols")
+			isf := filepath.Join(symdir, "linux", name+".json")
+			require.NoError(t, os.MkdirAll(filepath.Dir(isf), 0o755))
+			code, _, stderr := runCLI("export", "--format", "isf", "-o", isf, image)
+			require.Equal(t, exitOK, code, stderr)
+			cache := filepath.Join(dir, "cache")
+			require.NoError(t, os.MkdirAll(cache, 0o755))
+			runVol := func(plugin string) []map[string]any {
+				t.Helper()
+				start := time.Now()
+				cmd := exec.Command(python, vol, "--offline", "--cache-path", cache, "-q", "-r", "json",
+					"-f", image, "-s", symdir, plugin)
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				err := cmd.Run()
+				require.NoError(t, err, "%s: %s", plugin, stderr.String())
+				out := stdout.Bytes()
+				i := bytes.IndexByte(out, '[') // after the "Volatility 3 Framework" line
+				require.GreaterOrEqual(t, i, 0, "%s printed no JSON: %s\n%s", plugin, out, stderr.String())
+				var rows []map[string]any
+				require.NoError(t, json.Unmarshal(out[i:], &rows), "%s: %s", plugin, out)
+				t.Logf("vol %s: %d rows in %v", plugin, len(rows), time.Since(start).Round(time.Second))
+				return rows
+			}
+
+			type mod struct {
+				name string
+				size float64
+			}
+			var want, got []mod
+			for _, m := range g.Modules(t) {
+				want = append(want, mod{m.Name, float64(m.Size)})
+			}
+			var lines []string
+			for _, r := range runVol("linux.lsmod") {
+				name, _ := r["Name"].(string)
+				size, _ := r["Size"].(float64)
+				got = append(got, mod{name, size})
+				lines = append(lines, name)
+			}
+			t.Logf("lsmod: %s", strings.Join(lines, " "))
+			assert.Equal(t, want, got, "lsmod lists /proc/modules, in its order")
+
+			type task struct {
+				pid, ppid float64
+				comm      string
+			}
+			byPID := map[float64]task{}
+			var kthreads, users []string
+			for _, r := range runVol("linux.pslist") {
+				tk := task{r["PID"].(float64), r["PPID"].(float64), r["COMM"].(string)}
+				assert.Equal(t, r["PID"], r["TID"], "pslist lists thread group leaders")
+				assert.NotContains(t, byPID, tk.pid)
+				byPID[tk.pid] = tk
+				switch tk.ppid {
+				case 2:
+					kthreads = append(kthreads, tk.comm)
+				case 1:
+					users = append(users, tk.comm)
+				default:
+					assert.Contains(t, []float64{1, 2}, tk.pid, "%+v: only init and kthreadd have no parent", tk)
+				}
+			}
+			t.Logf("pslist: %d tasks; init's children %v; %d kernel threads: %s", len(byPID), users, len(kthreads), strings.Join(kthreads, " "))
+			assert.Equal(t, task{1, 0, "init"}, byPID[1])
+			assert.Equal(t, task{2, 0, "kthreadd"}, byPID[2])
+			assert.Equal(t, []string{"bpfload"}, users, "init's one background child")
+			for _, k := range []string{"ksoftirqd/0", "kswapd0"} {
+				assert.True(t, slices.Contains(kthreads, k), "kernel thread %s", k)
+			}
+		})
+	}
+}
+
+// writeLiME writes every physical range of the ELF core at src as a LiME
+// file at dst.
+func writeLiME(t *testing.T, src, dst string) {
+	t.Helper()
+	f, err := elfcore.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	var rs []testutil.PhysRange
+	for _, r := range f.PhysicalRanges() {
+		rs = append(rs, testutil.PhysRange{Start: r.Start, Last: r.Last})
+	}
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	bw := bufio.NewWriterSize(out, 1<<20)
+	require.NoError(t, testutil.WriteLiME(bw, f.Physical(), rs, binary.LittleEndian))
+	require.NoError(t, bw.Flush())
+	require.NoError(t, out.Close())
+}
