@@ -628,12 +628,8 @@ func (x *isf) enumValue(b []byte, e *btf.Enum) []byte {
 		b = appendString(b, v.Name)
 		b = append(b, ':')
 		if e.Signed {
-			// A signed value is stored sign-extended to 64 bits.
-			sv := int64(v.Value)
-			if e.Size == 4 {
-				sv = int64(int32(v.Value))
-			}
-			b = strconv.AppendInt(b, sv, 10)
+			// cilium/ebpf sign-extends a signed enum's values to 64 bits.
+			b = strconv.AppendInt(b, int64(v.Value), 10)
 		} else {
 			b = strconv.AppendUint(b, v.Value, 10)
 		}
