@@ -18,7 +18,15 @@ import (
 // a struct with an anonymous union member, bitfields, a qualified pointer
 // and a char array, a signed enum, and two structs named dup of which
 // only the second is referred to.
-func isfSpec(t *testing.T) *btf.Spec {
+func isfSpec(t testing.TB) *btf.Spec {
+	b := isfBuilder(t)
+	spec, err := b.Spec()
+	require.NoError(t, err)
+	return spec
+}
+
+// isfBuilder builds isfSpec's types.
+func isfBuilder(t testing.TB) *btf.Builder {
 	t.Helper()
 	i32 := &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}
 	u32 := &btf.Int{Name: "unsigned int", Size: 4}
@@ -48,9 +56,7 @@ func isfSpec(t *testing.T) *btf.Spec {
 	list.Members = []btf.Member{{Name: "next", Type: &btf.Pointer{Target: list}}, {Name: "prev", Type: &btf.Pointer{Target: list}, Offset: 64}}
 	b, err := btf.NewBuilder([]btf.Type{task, list, dupUnused, &btf.Pointer{Target: dupUsed}}, nil)
 	require.NoError(t, err)
-	spec, err := b.Spec()
-	require.NoError(t, err)
-	return spec
+	return b
 }
 
 func writeTestISF(t *testing.T, bo binary.ByteOrder) (map[string]any, ISFStats) {

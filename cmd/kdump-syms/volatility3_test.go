@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +21,10 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 )
+
+// dictLine is a line volatility3's kmsg adds for a record's device
+// information, which dmesg does not print.
+var dictLine = regexp.MustCompile(`^ (SUBSYSTEM|DEVICE)=`)
 
 // Volatility3Env names a volatility3 source tree (the directory holding
 // vol.py) for TestVolatility3; Volatility3GuestsEnv the corpus guests it
@@ -41,7 +47,8 @@ var vol3DefaultGuests = []string{"deb13-6.12-amd64", "deb12-6.1-amd64"}
 // sizes) of the guest's /proc/modules; pslist must list the guest's
 // processes: /init (PID 1, comm "init") and kthreadd (PID 2) as roots,
 // bpfload as init's only child, every other task a kernel thread (parent
-// kthreadd), among them ksoftirqd/0 and kswapd0.
+// kthreadd), among them ksoftirqd/0 and kswapd0; linux.kmsg must print the
+// guest's dmesg and what kdump-syms dmesg reads.
 //
 // Opt-in: set KDUMP_SYMS_VOLATILITY3 to a volatility3 source tree
 // (testdata/vmcores/vol3-check does, and says how), and have the full
@@ -153,6 +160,34 @@ func TestVolatility3(t *testing.T) {
 			for _, k := range []string{"ksoftirqd/0", "kswapd0"} {
 				assert.True(t, slices.Contains(kthreads, k), "kernel thread %s", k)
 			}
+
+			// kmsg reads the printk ring through prb's type and the
+			// BTF's printk structs: its records (less the SUBSYSTEM= and
+			// DEVICE= lines it adds) must be the guest's dmesg and what
+			// kdump-syms dmesg reads from the image.
+			var kmsg []string
+			for _, r := range runVol("linux.kmsg") {
+				line, _ := r["line"].(string)
+				if dictLine.MatchString(line) {
+					continue
+				}
+				kmsg = append(kmsg, fmt.Sprintf("[%12s] %s", r["timestamp"], line))
+			}
+			code, out, stderr := runCLI("dmesg", image)
+			require.Equal(t, exitOK, code, stderr)
+			ours := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			// volatility3 walks the ring from tail_id until it reaches
+			// head_id, so it never prints the newest record.
+			if assert.Len(t, kmsg, len(ours)-1, "kmsg: all records but the newest") {
+				assert.Equal(t, ours[:len(ours)-1], kmsg)
+			}
+			truth, err := os.ReadFile(filepath.Join(g.Dir, "dmesg"))
+			require.NoError(t, err)
+			tl := strings.Split(strings.TrimSuffix(string(truth), "\n"), "\n")
+			if assert.GreaterOrEqual(t, len(kmsg), len(tl)) {
+				assert.Equal(t, tl, kmsg[:len(tl)], "the guest's dmesg, captured before the panic, is where kmsg starts")
+			}
+			t.Logf("kmsg: %d lines; the guest's dmesg (%d lines) and kdump-syms dmesg (%d) agree", len(kmsg), len(tl), len(ours))
 		})
 	}
 }
