@@ -47,7 +47,8 @@ var vol3DefaultGuests = []string{"deb13-6.12-amd64", "deb12-6.1-amd64"}
 // sizes) of the guest's /proc/modules; pslist must list the guest's
 // processes: /init (PID 1, comm "init") and kthreadd (PID 2) as roots,
 // bpfload as init's only child, every other task a kernel thread (parent
-// kthreadd), among them ksoftirqd/0 and kswapd0; linux.kmsg must print the
+// kthreadd), among them ksoftirqd/0 and kswapd0; linux.ebpf the [bpf]
+// programs of the guest's /proc/kallsyms, by tag and name; linux.kmsg the
 // guest's dmesg and what kdump-syms dmesg reads.
 //
 // Opt-in: set KDUMP_SYMS_VOLATILITY3 to a volatility3 source tree
@@ -160,6 +161,23 @@ func TestVolatility3(t *testing.T) {
 			for _, k := range []string{"ksoftirqd/0", "kswapd0"} {
 				assert.True(t, slices.Contains(kthreads, k), "kernel thread %s", k)
 			}
+
+			// ebpf walks prog_idr (typed struct idr) to the bpf_prog
+			// structs: the programs the guest's /proc/kallsyms lists as
+			// [bpf] lines, bpf_prog_TAG_NAME.
+			var wantProgs, gotProgs []string
+			for _, e := range g.Kallsyms(t) {
+				if e.Module == "bpf" {
+					wantProgs = append(wantProgs, e.Name)
+				}
+			}
+			for _, r := range runVol("linux.ebpf") {
+				gotProgs = append(gotProgs, fmt.Sprintf("bpf_prog_%s_%s", r["Tag"], r["Name"]))
+			}
+			slices.Sort(wantProgs)
+			slices.Sort(gotProgs)
+			assert.Equal(t, wantProgs, gotProgs, "ebpf: the [bpf] programs of /proc/kallsyms")
+			t.Logf("ebpf: %v", gotProgs)
 
 			// kmsg reads the printk ring through prb's type and the
 			// BTF's printk structs: its records (less the SUBSYSTEM= and
