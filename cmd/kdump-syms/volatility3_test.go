@@ -48,8 +48,9 @@ var vol3DefaultGuests = []string{"deb13-6.12-amd64", "deb12-6.1-amd64"}
 // processes: /init (PID 1, comm "init") and kthreadd (PID 2) as roots,
 // bpfload as init's only child, every other task a kernel thread (parent
 // kthreadd), among them ksoftirqd/0 and kswapd0; linux.ebpf the [bpf]
-// programs of the guest's /proc/kallsyms, by tag and name; linux.kmsg the
-// guest's dmesg and what kdump-syms dmesg reads.
+// programs of the guest's /proc/kallsyms, by tag and name; linux.mountinfo
+// (before 6.8) the mounts /init makes; linux.kmsg the guest's dmesg and
+// what kdump-syms dmesg reads.
 //
 // Opt-in: set KDUMP_SYMS_VOLATILITY3 to a volatility3 source tree
 // (testdata/vmcores/vol3-check does, and says how), and have the full
@@ -178,6 +179,31 @@ func TestVolatility3(t *testing.T) {
 			slices.Sort(gotProgs)
 			assert.Equal(t, wantProgs, gotProgs, "ebpf: the [bpf] programs of /proc/kallsyms")
 			t.Logf("ebpf: %v", gotProgs)
+
+			// mountinfo: the mounts /init makes (kernels before 6.8: this
+			// volatility3 looks for struct mount's mnt_list, which 6.8
+			// replaced by mnt_node).
+			if rel := strings.TrimSpace(g.Uname(t)); releaseBefore(rel, 6, 8) {
+				mounts := map[float64]map[string]string{} // namespace → mount point → fs type
+				for _, r := range runVol("linux.mountinfo") {
+					ns := r["MNT_NS_ID"].(float64)
+					if mounts[ns] == nil {
+						mounts[ns] = map[string]string{}
+					}
+					mounts[ns][r["MOUNT_POINT"].(string)] = r["FSTYPE"].(string)
+				}
+				want := map[string]string{"/": "rootfs", "/proc": "proc", "/sys": "sysfs", "/dev": "devtmpfs", "/sys/kernel/tracing": "tracefs"}
+				found := false
+				for ns, m := range mounts {
+					if _, ok := m["/proc"]; ok {
+						assert.Equal(t, want, m, "mount namespace %v", ns)
+						found = true
+					}
+				}
+				assert.True(t, found, "mountinfo: no namespace with /proc: %v", mounts)
+			} else {
+				t.Logf("mountinfo not checked on %s: volatility3 2.11 reads struct mount's mnt_list, gone in 6.8", rel)
+			}
 
 			// kmsg reads the printk ring through prb's type and the
 			// BTF's printk structs: its records (less the SUBSYSTEM= and
