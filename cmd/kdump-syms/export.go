@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", "export [flags] --format elf -o DIR VMCORE | --format isf -o FILE.json VMCORE")
 	c.register(fs)
 	format := fs.String("format", "elf", "output `format`: elf (DIR/vmlinux.syms and DIR/MODULE.ko.syms, ELF symbol files), isf (FILE: a volatility3 symbol table, JSON; xz-compressed when FILE ends in .xz)")
-	out := fs.String("o", "", "output `DIR` for elf (created if needed; files of the same names are replaced), FILE for isf")
+	out := fs.String("o", "", "output `DIR` for elf (created if needed; files of the same names are replaced), FILE for isf (its directory created if needed)")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
@@ -110,7 +111,9 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 // (BUILDER) (COMPILER) VERSION\n": some 200 bytes).
 const maxBanner = 1024
 
-// exportISF writes the kernel's volatility3 symbol table to path: types
+// exportISF writes the kernel's volatility3 symbol table to path (its
+// directory created if needed: volatility3 wants it in a linux/
+// directory of a symbol directory): types
 // from the dump's BTF (or --btf), symbols from kallsyms at link-time
 // addresses, linux_banner's bytes from the dump. Without a readable
 // banner the file is written and the command exits 3: volatility3 cannot
@@ -140,6 +143,9 @@ func exportISF(c *common, s *kdumpsyms.Session, vmlinux []symfinder.Symbol, path
 		c.rep.add(fmt.Errorf("linux_banner (volatility3 identifies the kernel by it): %w", err))
 	} else {
 		in.Banner = banner
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return c.rep.fatal(stderr, err)
 	}
 	f, err := os.Create(path)
 	if err != nil {

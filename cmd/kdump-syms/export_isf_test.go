@@ -53,7 +53,7 @@ type isfFile struct {
 func TestExportISFCorpus(t *testing.T) {
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
 	dump := g.RequireDump(t, testutil.DumpQEMUELF)[0]
-	out := filepath.Join(t.TempDir(), "deb13.json")
+	out := filepath.Join(t.TempDir(), "symbols", "linux", "deb13.json") // directories created
 	code, stdout, stderr := runCLI("export", "--format", "isf", "-o", out, dump)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, out+"\n", stdout)
