@@ -46,6 +46,11 @@ type layState struct {
 	modHow  string
 	modErr  error
 
+	btfOnce sync.Once
+	btf     *btflayout.BTF
+	btfHow  string
+	btfErr  error
+
 	headOnce sync.Once
 	head     uint64
 	headHow  string
@@ -119,6 +124,39 @@ func (s *Session) layout() (btflayout.Source, error) {
 		st.err = fmt.Errorf("%w: %w; inferring them: %w", ErrNoLayouts, btfErr, infErr)
 	})
 	return st.src, st.err
+}
+
+// BTF returns the kernel's BTF and where it came from: the --btf blob or
+// vmlinux given as Options.Layout when it is BTF, else the dump's own
+// (between __start_BTF and __stop_BTF, or found by scan), read once and
+// shared with the struct layouts. Callers that need every type (package
+// export's ISF) call its Spec. Errors wrap btflayout.ErrNoBTF when the
+// dump has none, memory.ErrCorrupt when it does not parse.
+func (s *Session) BTF() (*btflayout.BTF, string, error) {
+	st := &s.laySt
+	st.btfOnce.Do(func() {
+		if b, ok := s.opt.Layout.(*btflayout.BTF); ok {
+			st.btf, st.btfHow = b, "given: "+b.Describe()
+			return
+		}
+		if s.opt.Layout == nil {
+			if src, _ := s.layout(); src != nil {
+				if b, ok := src.(*btflayout.BTF); ok {
+					st.btf, st.btfHow = b, st.how
+					return
+				}
+			}
+		}
+		k, err := s.Kallsyms()
+		if err != nil {
+			st.btfErr = err
+			return
+		}
+		t := s.stats.begin("btf")
+		st.btf, st.btfHow, st.btfErr = s.dumpBTF(k.Finder())
+		s.stats.end(t)
+	})
+	return st.btf, st.btfHow, st.btfErr
 }
 
 // dumpBTF reads the vmlinux BTF of the dump: between __start_BTF and

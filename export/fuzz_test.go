@@ -4,7 +4,13 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
+
+	"github.com/cilium/ebpf/btf"
+	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
@@ -65,6 +71,46 @@ func FuzzWriteELF(f *testing.F) {
 			if s.Value < sec.Addr || s.Value-sec.Addr >= sec.Size {
 				t.Fatalf("%s at %#x outside its section %s [%#x, +%#x)", s.Name, s.Value, sec.Name, sec.Addr, sec.Size)
 			}
+		}
+	})
+}
+
+// FuzzWriteISF writes the ISF of the BTF blob in the input (as a dump
+// would hold it, parsed by cilium/ebpf) with a few symbols, and checks
+// that it fails before writing anything (a type that does not decode) or
+// writes a JSON document with exactly the schema's five keys, whatever the
+// types: cycles, deep typedef chains, odd bitfields, duplicate and empty
+// names.
+func FuzzWriteISF(f *testing.F) {
+	raw, err := isfBuilder(f).Marshal(nil, nil)
+	require.NoError(f, err)
+	f.Add(raw, false)
+	f.Add(raw, true)
+	f.Fuzz(func(t *testing.T, raw []byte, big bool) {
+		spec, err := btf.LoadSpecFromReader(bytes.NewReader(raw))
+		if err != nil {
+			return
+		}
+		in := &ISF{Producer: "p", Version: "1.0.0", Spec: spec, ByteOrder: binary.LittleEndian, PtrSize: 8,
+			Banner: []byte("Linux version x\n\x00"), Symbols: testSyms}
+		if big {
+			in.ByteOrder, in.PtrSize = binary.BigEndian, 4
+		}
+		var b bytes.Buffer
+		if _, err := WriteISF(&b, in); err != nil {
+			// cilium/ebpf decodes types lazily: a bad one fails in
+			// WriteISF, before anything is written.
+			if b.Len() != 0 {
+				t.Fatalf("%d bytes written before the error %v", b.Len(), err)
+			}
+			return
+		}
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+			t.Fatalf("not JSON: %v", err)
+		}
+		if len(doc) != 5 || doc["metadata"] == nil || doc["base_types"] == nil || doc["user_types"] == nil || doc["enums"] == nil || doc["symbols"] == nil {
+			t.Fatalf("keys: %v", slices.Collect(maps.Keys(doc)))
 		}
 	})
 }

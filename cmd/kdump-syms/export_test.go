@@ -19,7 +19,8 @@ func TestExportUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"export"},
 		{"export", "vmcore"},
-		{"export", "--format", "isf", "-o", "x", "vmcore"},
+		{"export", "--format", "pdb", "-o", "x", "vmcore"},
+		{"export", "--format", "isf", "vmcore"},
 	} {
 		code, _, _ := runCLI(args...)
 		assert.Equal(t, exitUsage, code, args)

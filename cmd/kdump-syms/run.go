@@ -36,7 +36,8 @@ Usage:
   kdump-syms vmcoreinfo [flags] VMCORE [KEY...] the VMCOREINFO note, or the values of KEYs
   kdump-syms panic   [flags] VMCORE            the panic report, the crashing CPU, every CPU's registers
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
-  kdump-syms export  [flags] -o DIR VMCORE     ELF symbol files for gdb, nm, readelf (--format elf)
+  kdump-syms export  [flags] -o DIR VMCORE     ELF symbol files for gdb, nm, readelf (--format elf),
+                                              or -o FILE a volatility3 symbol table (--format isf)
 
 VMCORE is an ELF core (/proc/vmcore, makedumpfile -E, QEMU dump-guest-memory),
 a kdump-compressed file (makedumpfile, QEMU; flattened too), a LiME or AVML
@@ -55,6 +56,7 @@ Examples:
   kdump-syms modules vmcore
   kdump-syms extract -o small.elf vmcore
   kdump-syms export --format elf -o syms vmcore
+  kdump-syms export --format isf -o syms/linux/kernel.json vmcore
 
 Each root cause of a failure is printed once, in one line; -v adds the
 full chain.
