@@ -75,6 +75,20 @@ var final = Stop{Final: true, Why: "final frame record"}
 // kernel, too many frames or stacks.
 var ErrBadFrame = errors.New("unwind: frame chain ends")
 
+// setLimits gives StackSize, MaxFrames and MaxStacks their defaults where
+// they are zero: every walk bounds itself by them.
+func (opt *Options) setLimits() {
+	if opt.StackSize == 0 {
+		opt.StackSize = 16 << 10
+	}
+	if opt.MaxFrames == 0 {
+		opt.MaxFrames = 128
+	}
+	if opt.MaxStacks == 0 {
+		opt.MaxStacks = 4
+	}
+}
+
 // FramePointer walks frame records from pc and fp. It returns the frames,
 // the first being pc, and why the walk stopped; unreadable memory stops it
 // with the *memory.FaultError, corrupt frames with ErrBadFrame.
@@ -85,15 +99,7 @@ func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop
 	if opt.PtrSize == 0 {
 		opt.PtrSize = 8
 	}
-	if opt.StackSize == 0 {
-		opt.StackSize = 16 << 10
-	}
-	if opt.MaxFrames == 0 {
-		opt.MaxFrames = 128
-	}
-	if opt.MaxStacks == 0 {
-		opt.MaxStacks = 4
-	}
+	opt.setLimits()
 	w := uint64(opt.PtrSize)
 	if w != 4 && w != 8 || opt.StackSize&(opt.StackSize-1) != 0 {
 		return nil, Stop{Err: fmt.Errorf("unwind: pointer size %d, stack size %d: %w", w, opt.StackSize, errors.ErrUnsupported)}

@@ -339,15 +339,7 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 // pt_regs of interrupts and exceptions, and iret frames, to the entry from
 // user space or the end-of-stack hint.
 func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, Stop) {
-	if opt.MaxFrames == 0 {
-		opt.MaxFrames = 128
-	}
-	if opt.StackSize == 0 {
-		opt.StackSize = 16 << 10
-	}
-	if opt.MaxStacks == 0 {
-		opt.MaxStacks = 4
-	}
+	opt.setLimits()
 	if len(regs) < nRegs {
 		return nil, Stop{Err: fmt.Errorf("unwind: %d registers, want %d: %w", len(regs), nRegs, ErrBadFrame)}
 	}

@@ -47,15 +47,7 @@ func BackChainPPC64(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, St
 	if opt.ByteOrder == nil {
 		opt.ByteOrder = leOrder
 	}
-	if opt.StackSize == 0 {
-		opt.StackSize = 16 << 10
-	}
-	if opt.MaxFrames == 0 {
-		opt.MaxFrames = 128
-	}
-	if opt.MaxStacks == 0 {
-		opt.MaxStacks = 4
-	}
+	opt.setLimits()
 	frames := []Frame{{PC: pc}}
 	stacks := 0
 	var b [8]byte

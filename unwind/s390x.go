@@ -29,15 +29,7 @@ const (
 func BackChainS390(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, Stop) {
 	opt.PtrSize = 8
 	opt.ByteOrder = beOrder
-	if opt.StackSize == 0 {
-		opt.StackSize = 16 << 10
-	}
-	if opt.MaxFrames == 0 {
-		opt.MaxFrames = 128
-	}
-	if opt.MaxStacks == 0 {
-		opt.MaxStacks = 4
-	}
+	opt.setLimits()
 	frames := []Frame{{PC: pc}}
 	stacks := 0
 	var b [8]byte
