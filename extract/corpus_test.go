@@ -2,8 +2,8 @@ package extract
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -39,7 +39,11 @@ func allSymbols(t *testing.T, paths []string) ([]string, error) {
 			out = append(out, "error: "+err.Error())
 			continue
 		}
-		out = append(out, fmt.Sprintf("%016x %c %s\t[%s]", sym.Addr, sym.Kind, sym.Name, sym.Module))
+		// Not fmt.Sprintf: a riscv64 guest has 1.3 million symbols.
+		var b []byte
+		b = strconv.AppendUint(b, sym.Addr, 16)
+		b = append(append(append(b, ' ', byte(sym.Kind), ' '), sym.Name...), '\t')
+		out = append(out, string(append(append(b, sym.Module...), '\n')))
 	}
 	return out, nil
 }
@@ -87,7 +91,9 @@ func TestCorpusExtract(t *testing.T) {
 						require.NoError(t, err)
 						require.Equal(t, len(want), len(got), "symbol count")
 						for i := range want {
-							require.Equal(t, want[i], got[i], "symbol %d", i)
+							if want[i] != got[i] {
+								require.Equal(t, want[i], got[i], "symbol %d", i)
+							}
 						}
 					}
 				})
