@@ -102,7 +102,7 @@ func (x *derivedX86) vmcoreinfo() []byte {
 
 // describe says how the values were found, for InfoSource.
 func (x *derivedX86) describe() string {
-	return fmt.Sprintf("derived from the image (x86_64: release %q from linux_banner at %#x; top-level page table at %#x, the one of %d candidates mapping the banner that maps itself, so init_top_pgt %#x; banner at %#x, so phys_base %#x; lowest text-map address _text %#x, to be confirmed by kallsyms)",
+	return fmt.Sprintf("derived from the image (x86_64: release %q from the \"Linux version\" banner at %#x; top-level page table at %#x, the one of %d candidates mapping the banner that maps itself, so init_top_pgt %#x; banner at %#x, so phys_base %#x; lowest text-map address _text %#x, to be confirmed by kallsyms)",
 		x.release, x.banner, x.root, x.roots, x.rootVA, x.bannerVA, x.physBase, x.text)
 }
 
