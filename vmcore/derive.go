@@ -3,6 +3,7 @@ package vmcore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,9 +34,14 @@ const (
 	// maxRootsKept bounds the candidate roots remembered for reporting and
 	// the self-map test.
 	maxRootsKept = 4096
+	// maxPageTables bounds the 4 KiB page tables read from all PDs: a
+	// real text map has one PD with a few dozen.
+	maxPageTables = 2048
 )
 
 var bannerPrefix = []byte("Linux version ")
+
+var errPageTables = fmt.Errorf("more than %d page tables in the kernel text maps of the candidate top-level tables: not a kernel's", maxPageTables)
 
 // bannerHit is a "Linux version <release> (" string in physical memory.
 type bannerHit struct {
@@ -229,9 +235,9 @@ func appendBanners(hits []bannerHit, b []byte, addr uint64, cut *bool) []bannerH
 }
 
 // readTextMap reads the PD at pd: its present 2 MiB entries and the
-// present entries of its page tables, merged into linear runs. At most
-// 512 page tables are read.
-func readTextMap(phys memory.Reader, bo binary.ByteOrder, pd uint64) *textMap {
+// present entries of its page tables, merged into linear runs. Each page
+// table read takes one from budget; when none is left the PD maps nothing.
+func readTextMap(phys memory.Reader, bo binary.ByteOrder, pd uint64, budget *int) *textMap {
 	m := &textMap{pd: pd}
 	var tab [4096]byte
 	if err := memory.ReadFull(phys, tab[:], pd); err != nil {
@@ -259,6 +265,12 @@ func readTextMap(phys memory.Reader, bo binary.ByteOrder, pd uint64) *textMap {
 			add(va, e&x86AddrMask&^(1<<21-1), 1<<21)
 			continue
 		}
+		if *budget <= 0 {
+			m.err = fmt.Errorf("PD at %#x: %w", pd, errPageTables)
+			m.runs = nil
+			return m
+		}
+		*budget--
 		if err := memory.ReadFull(phys, pt[:], e&x86AddrMask); err != nil {
 			if m.err == nil {
 				m.err = fmt.Errorf("page table of %#x at %#x: %w", va, e&x86AddrMask, err)
@@ -298,6 +310,7 @@ func deriveX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit
 		va   uint64
 	}
 	maps := map[uint64]*textMap{}
+	budget := maxPageTables
 	var cands []cand
 	var firstErr error
 	for _, pdpt := range s.order {
@@ -308,8 +321,11 @@ func deriveX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit
 		pd := e & x86AddrMask
 		m, ok := maps[pd]
 		if !ok {
-			m = readTextMap(phys, bo, pd)
+			m = readTextMap(phys, bo, pd, &budget)
 			maps[pd] = m
+			if errors.Is(m.err, errPageTables) {
+				return nil, m.err
+			}
 		}
 		if m.err != nil && firstErr == nil {
 			firstErr = m.err

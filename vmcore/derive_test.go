@@ -167,6 +167,22 @@ func TestDeriveX86Bounded(t *testing.T) {
 	assert.Contains(t, err.Error(), "more than 256 distinct kernel-half tables")
 }
 
+// TestDeriveX86PageTableBudget: PDs full of page tables are refused
+// after maxPageTables page tables in all.
+func TestDeriveX86PageTableBudget(t *testing.T) {
+	m := synKernel()
+	for i := uint64(0); i < 5; i++ {
+		m.put(0x300000+i*0x1000+511*8, (0x310000+i*0x1000)|tableFl)
+		m.put(0x310000+i*0x1000+510*8, (0x320000+i*0x1000)|tableFl)
+		for j := uint64(0); j < 512; j++ {
+			m.put(0x320000+i*0x1000+j*8, 0x330000|tableFl)
+		}
+	}
+	_, err := deriveX86(m, m.ranges, 1<<30)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "more than 2048 page tables")
+}
+
 // TestDeriveX86Limit: the scan reads at most the limit.
 func TestDeriveX86Limit(t *testing.T) {
 	m := synKernel()
