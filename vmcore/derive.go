@@ -417,9 +417,14 @@ func (d *Dump) derive(opt Options) {
 	}
 	x, err := deriveX86(d.phys, d.be.ranges, limit)
 	if err != nil {
-		d.deriveErr = fmt.Errorf("no VMCOREINFO note in the image, and it could not be derived for x86_64: %w", err)
+		d.deriveErr = fmt.Errorf("no VMCOREINFO note in the image, and it could not be derived (only x86_64 kernels are; Options.VMCOREINFO, kdump-syms --vmcoreinfo, can supply the text): %w", err)
 		return
 	}
 	d.origin = InfoOrigin{Kind: InfoDerived, Addr: x.root}
 	d.raw, d.infoSource = x.vmcoreinfo(), x.describe()
 }
+
+// DeriveErr says why VMCOREINFO could not be derived from a memory image
+// that holds no note (docs/formats.md §3.7), or nil: when it was derived,
+// found, or not looked for.
+func (d *Dump) DeriveErr() error { return d.deriveErr }

@@ -106,3 +106,21 @@ func TestImagesNoVMCOREINFOFullDump(t *testing.T) {
 		})
 	}
 }
+
+// TestImagesNoVMCOREINFOArm64: an arm64 image without the note is not
+// derived; info and all say why.
+func TestImagesNoVMCOREINFOArm64(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-arm64")
+	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
+	if !ok {
+		t.Skip("no committed QEMU ELF extract of " + g.Name)
+	}
+	im := imagesWithoutNote(t, src[0])
+	code, stdout, stderr := runCLI("info", "--no-symbols", im.LiME)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `(?m)^vmcoreinfo: +unknown$`, stdout)
+	assert.Regexp(t, `(?m)^vmcoreinfo error: +no VMCOREINFO note in the image, and it could not be derived \(only x86_64 kernels are`, stdout)
+	code, _, stderr = runCLI("all", im.LiME)
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, stderr, "could not be derived")
+}
