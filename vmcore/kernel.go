@@ -31,6 +31,10 @@ func (d *Dump) Kernel() (memory.Reader, error) {
 func (d *Dump) Translator() (vtop.Translator, error) {
 	d.kernelMu.Lock()
 	defer d.kernelMu.Unlock()
+	if !d.kernelSet && d.info == nil && d.deriveErr != nil {
+		d.kernelErr = fmt.Errorf("vmcore: kernel address space: %w: %w", d.deriveErr, vmcoreinfo.ErrMissingInfo)
+		d.kernelSet = true
+	}
 	if !d.kernelSet && d.arch.Name == "" {
 		d.kernelErr = fmt.Errorf("vmcore: kernel address space: the architecture is unknown: the %s container does not record it and VMCOREINFO has no line only one architecture writes (i386 writes none); name it (Options.Arch, kdump-syms --arch): %w", d.format, vmcoreinfo.ErrMissingInfo)
 		d.kernelSet = true

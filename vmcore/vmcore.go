@@ -139,6 +139,9 @@ type Dump struct {
 	infoErr    error
 	infoSource string
 	origin     InfoOrigin
+	// deriveErr says why VMCOREINFO could not be derived from a memory
+	// image without the note.
+	deriveErr error
 
 	arch Arch
 	// noteOrder is the byte order of the VMCOREINFO note found in
@@ -342,6 +345,9 @@ func (d *Dump) init(opt Options) error {
 	if d.raw == nil {
 		d.findInMemory(arch, opt)
 	}
+	if d.raw == nil && d.MemImage() != nil && opt.ScanLimit >= 0 && (arch.Name == "" || arch.Name == "x86_64") {
+		d.derive(opt)
+	}
 	if d.raw != nil {
 		d.info, d.infoErr = vmcoreinfo.Parse(d.raw)
 	}
@@ -404,6 +410,9 @@ const (
 	InfoS390Lowcore = "s390-lowcore" // the note the s390 lowcore points to
 	InfoMemoryScan  = "memory-scan"  // a scan of physical memory for the note
 	InfoOption      = "option"       // Options.VMCOREINFO
+	// InfoDerived: a memory image without the note; the lines translation
+	// needs were derived from memory (docs/formats.md §3.7).
+	InfoDerived = "derived"
 )
 
 // InfoOrigin says where VMCOREINFO came from, as values: what InfoSource

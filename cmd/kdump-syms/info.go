@@ -59,6 +59,9 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 	kv("architecture", "%s (%s, %d-byte pointers, from %s)", orUnknown(arch.Name), order, arch.PtrSize, orUnknown(arch.Source))
 	kv("page size", "%d", d.PageSize())
 	kv("vmcoreinfo", "%s", orUnknown(d.InfoSource()))
+	if err := d.DeriveErr(); err != nil {
+		kv("vmcoreinfo error", "%v", err)
+	}
 	if ck := d.InfoCheck().String(); ck != "" {
 		kv("vmcoreinfo check", "%s", ck)
 	}

@@ -152,6 +152,12 @@ const rawGapLimit = 1 << 30
 // PT_LOAD range of it (the raw image from the range's 1 GiB-aligned base
 // up to the first gap of rawGapLimit, holes as zeros, sparse on disk).
 func ConvertImages(elfPath, dir string) (Images, error) {
+	return ConvertImagesZeroed(elfPath, dir, nil)
+}
+
+// ConvertImagesZeroed is ConvertImages with the physical ranges in zero
+// written as zeros: an image without the VMCOREINFO note, say.
+func ConvertImagesZeroed(elfPath, dir string, zero []PhysRange) (Images, error) {
 	f, err := elfcore.Open(elfPath)
 	if err != nil {
 		return Images{}, err
@@ -165,7 +171,10 @@ func ConvertImages(elfPath, dir string) (Images, error) {
 		return Images{}, fmt.Errorf("testutil: %s: no physical ranges", elfPath)
 	}
 	im := Images{LiME: filepath.Join(dir, "image.lime"), AVML: filepath.Join(dir, "image.avml"), Raw: filepath.Join(dir, "image.raw")}
-	phys := f.Physical()
+	var phys memory.Reader = f.Physical()
+	if len(zero) > 0 {
+		phys = zeroedReader{phys, zero}
+	}
 	write := func(path string, w func(*os.File) error) error {
 		fh, err := os.Create(path)
 		if err != nil {
@@ -207,4 +216,25 @@ func ConvertImages(elfPath, dir string) (Images, error) {
 	}
 	im.RawLayout = fmt.Sprintf("%#x", base)
 	return im, nil
+}
+
+// zeroedReader reads r with the ranges in zero as zeros.
+type zeroedReader struct {
+	r    memory.Reader
+	zero []PhysRange
+}
+
+func (z zeroedReader) ReadAt(p []byte, addr uint64) (int, error) {
+	n, err := z.r.ReadAt(p, addr)
+	if n == 0 {
+		return n, err
+	}
+	last := addr + uint64(n) - 1
+	for _, r := range z.zero {
+		lo, hi := max(addr, r.Start), min(last, r.Last)
+		if lo <= hi {
+			clear(p[lo-addr : hi-addr+1])
+		}
+	}
+	return n, err
 }

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
+)
+
+// imagesWithoutNote converts the QEMU ELF dump at src into LiME, AVML and
+// raw images with the VMCOREINFO note zeroed: the images of a kernel
+// without CONFIG_CRASH_CORE. It checks that Open then finds no note.
+func imagesWithoutNote(t *testing.T, src string) testutil.Images {
+	t.Helper()
+	d, err := vmcore.OpenWith(vmcore.Options{ForceScan: true}, src)
+	require.NoError(t, err)
+	at, ok := d.FindVMCOREINFONote(0)
+	n := uint64(len(d.VMCOREINFO()))
+	d.Close()
+	require.True(t, ok, "no VMCOREINFO note in %s", src)
+	// Header, name with its pad, text.
+	im, err := testutil.ConvertImagesZeroed(src, t.TempDir(), []testutil.PhysRange{{Start: at, Last: at + 24 + n - 1}})
+	require.NoError(t, err)
+	d, err = vmcore.Open(im.LiME)
+	require.NoError(t, err)
+	defer d.Close()
+	_, ok = d.FindVMCOREINFONote(0)
+	require.False(t, ok, "the note is still in the image")
+	return im
+}
+
+// truthInfo is the guest's /sys/kernel/vmcoreinfo note text.
+func truthInfo(t *testing.T, g *testutil.CorpusGuest) *vmcoreinfo.Info {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(g.Dir, "vmcoreinfo"))
+	require.NoError(t, err)
+	in, err := vmcoreinfo.Parse(b)
+	require.NoError(t, err)
+	return in
+}
+
+// TestImagesNoVMCOREINFO: an x86_64 image without the note (the committed
+// extract, which holds the banner and page-table pages but not all the
+// pages a table scan reads) gets VMCOREINFO derived from memory, with the
+// values the kernel's own note has, and `info` says how.
+func TestImagesNoVMCOREINFO(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
+	if !ok {
+		t.Skip("no committed QEMU ELF extract of " + g.Name)
+	}
+	im := imagesWithoutNote(t, src[0])
+	want := truthInfo(t, g)
+	for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
+		code, stdout, stderr := runCLI(append([]string{"vmcoreinfo"}, args...)...)
+		require.Equal(t, exitOK, code, stderr)
+		got, err := vmcoreinfo.Parse([]byte(stdout))
+		require.NoError(t, err, stdout)
+		assert.Equal(t, want.OSRelease(), got.OSRelease())
+		for _, k := range []string{"init_top_pgt"} {
+			w, _ := want.Symbol(k)
+			v, ok := got.Symbol(k)
+			assert.True(t, ok && v == w, "SYMBOL(%s) %#x, want %#x", k, v, w)
+		}
+		w, _ := want.Number("phys_base")
+		v, _ := got.Number("phys_base")
+		assert.Equal(t, w, v, "phys_base")
+		w, _ = want.KernelOffset()
+		v, _ = got.KernelOffset()
+		assert.Equal(t, w, v, "KERNELOFFSET")
+
+		code, stdout, stderr = runCLI(append([]string{"info", "--no-symbols"}, args...)...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.Regexp(t, `(?m)^vmcoreinfo: +derived from the image \(x86_64: release "6\.12\.`, stdout)
+		assert.Regexp(t, `(?m)^architecture: +x86_64 `, stdout)
+	}
+}
+
+// TestImagesNoVMCOREINFOFullDump: from the full dumps (with the cache;
+// skipped without), the images without the note give `kdump-syms all`
+// byte for byte equal to /proc/kallsyms: kallsyms by the table scan,
+// anchored at the derived _text, and the modules through the derived
+// page tables. The 6.1 and 5.10 guests too without -short.
+func TestImagesNoVMCOREINFOFullDump(t *testing.T) {
+	names := []string{"deb13-6.12-amd64"}
+	if !testing.Short() {
+		names = append(names, "deb12-6.1-amd64", "deb11-5.10-amd64")
+	}
+	for _, name := range names {
+		g := testutil.CorpusGuestNamed(t, name)
+		t.Run(name, func(t *testing.T) {
+			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
+			im := imagesWithoutNote(t, src[0])
+			want := string(g.KallsymsText(t))
+			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
+				code, stdout, stderr := runCLI(append([]string{"all"}, args...)...)
+				require.Equal(t, exitOK, code, stderr)
+				assert.True(t, stdout == want, "%v: all differs from /proc/kallsyms", args)
+			}
+		})
+	}
+}
+
+// TestImagesNoVMCOREINFOArm64: an arm64 image without the note is not
+// derived; info and all say why.
+func TestImagesNoVMCOREINFOArm64(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-arm64")
+	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
+	if !ok {
+		t.Skip("no committed QEMU ELF extract of " + g.Name)
+	}
+	im := imagesWithoutNote(t, src[0])
+	code, stdout, stderr := runCLI("info", "--no-symbols", im.LiME)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `(?m)^vmcoreinfo: +unknown$`, stdout)
+	assert.Regexp(t, `(?m)^vmcoreinfo error: +no VMCOREINFO note in the image, and it could not be derived \(only x86_64 kernels are`, stdout)
+	code, _, stderr = runCLI("all", im.LiME)
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, stderr, "could not be derived")
+}
