@@ -450,7 +450,7 @@ func deriveARM64(phys memory.Reader, ranges func(func(uint64, uint64) bool), lim
 			}
 			out = append(out, fmt.Sprintf("%#x (%s, kimage_voffset %#x)", f.root, f.layout, f.kvo))
 		}
-		return nil, fmt.Errorf("%d arm64 top-level page tables map the banner and themselves in the kernel image, and the linear map: which is swapper_pg_dir is ambiguous: %s", len(found), strings.Join(out, ", "))
+		return nil, fmt.Errorf("%d arm64 top-level page tables map the banner and themselves in the kernel image and pass the linear-map check: which is swapper_pg_dir is ambiguous: %s", len(found), strings.Join(out, ", "))
 	case whyNot != nil:
 		return nil, whyNot
 	}
