@@ -378,10 +378,9 @@ func deriveARM64(phys memory.Reader, ranges func(func(uint64, uint64) bool), lim
 		return nil, fmt.Errorf("more than %d pages look like an arm64 top-level table: not a kernel's", maxRootsKept)
 	}
 	type self struct {
-		c        armCand
-		hit      bannerHit
-		va, kvo  uint64
-		examined int
+		c       armCand
+		hit     bannerHit
+		va, kvo uint64
 	}
 	// Every layout is tried: a table of one read as another must not
 	// win by coming first.
@@ -415,12 +414,12 @@ func deriveARM64(phys memory.Reader, ranges func(func(uint64, uint64) bool), lim
 				for _, h := range sub {
 					va := l.base() + i<<sh + h.off
 					b := s.banners[h.banner]
-					hits = append(hits, self{c, b, va, va - b.pa, 0})
+					hits = append(hits, self{c, b, va, va - b.pa})
 				}
 			}
 			for _, h := range hits {
 				if pa, _, ok := w.walk(l, c.root, c.root+h.kvo); ok && pa == c.root {
-					x, err := finishARM64(w, l, c.root, h.hit, h.va, h.kvo, 0, s.banners)
+					x, err := finishARM64(w, l, c.root, h.hit, h.va, h.kvo, s.banners)
 					if err != nil {
 						if whyNot == nil {
 							whyNot = fmt.Errorf("candidate %#x (%s): %w", c.root, l, err)
@@ -467,8 +466,8 @@ func deriveARM64(phys memory.Reader, ranges func(func(uint64, uint64) bool), lim
 
 // finishARM64 checks the linear map against the banner and finds the
 // image start for the chosen root.
-func finishARM64(w *armWalker, l armLayout, root uint64, hit bannerHit, va, kvo uint64, n int, banners []bannerHit) (*derivedARM64, error) {
-	x := &derivedARM64{layout: l, release: hit.release, banner: hit.pa, bannerVA: va, root: root, kvo: kvo, roots: n}
+func finishARM64(w *armWalker, l armLayout, root uint64, hit bannerHit, va, kvo uint64, banners []bannerHit) (*derivedARM64, error) {
+	x := &derivedARM64{layout: l, release: hit.release, banner: hit.pa, bannerVA: va, root: root, kvo: kvo}
 	for _, h := range banners {
 		if h.release == hit.release {
 			continue
