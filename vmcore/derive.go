@@ -130,6 +130,17 @@ type x86Scan struct {
 // kernel-half entry (256..510) zero or the same.
 func scanX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), bo binary.ByteOrder, limit uint64) *x86Scan {
 	s := &x86Scan{roots: map[uint64][]uint64{}}
+	scanPages(phys, ranges, limit, func(b []byte, addr uint64) {
+		s.banners = appendBanners(s.banners, b, addr, &s.bannerCut)
+	}, func(p []byte, pa uint64) { s.page(p, pa, bo) })
+	return s
+}
+
+// scanPages reads saved memory in ascending order, at most limit bytes,
+// handing each chunk (overlapping the next by 128 bytes, so a banner
+// across a boundary is seen) to chunk and each whole 4 KiB page once to
+// page.
+func scanPages(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit uint64, chunk func(b []byte, addr uint64), page func(p []byte, pa uint64)) {
 	const overlap = 128 // a banner prefix and release across a chunk boundary
 	buf := make([]byte, scanChunk+overlap)
 	var scanned uint64
@@ -145,14 +156,14 @@ func scanX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), bo bina
 			got, _ := phys.ReadAt(buf[:n], addr)
 			scanned += uint64(got)
 			b := buf[:got]
-			s.banners = appendBanners(s.banners, b, addr, &s.bannerCut)
+			chunk(b, addr)
 			// Whole pages in the part of the chunk not overlapped.
 			body := uint64(got)
 			if uint64(got) == n && last-addr > n-1 {
 				body = n - overlap
 			}
 			for off := (-addr) & 4095; off+4096 <= body; off += 4096 {
-				s.page(b[off:off+4096], addr+off, bo)
+				page(b[off:off+4096], addr+off)
 			}
 			if uint64(got) < n {
 				next := (addr + uint64(got) + holeSkip) &^ (holeSkip - 1)
@@ -170,7 +181,6 @@ func scanX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), bo bina
 		}
 		return true
 	})
-	return s
 }
 
 // isTable reports whether e is a present, writable next-level table entry
@@ -409,19 +419,32 @@ func deriveX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit
 }
 
 // derive fills in VMCOREINFO for a memory image that holds no note, from
-// memory alone (x86_64 only), or records why it could not.
-func (d *Dump) derive(opt Options) {
+// memory alone (x86_64 and arm64), or records why it could not.
+func (d *Dump) derive(opt Options, arch string) {
 	limit := uint64(DefaultScanLimit)
 	if opt.ScanLimit > 0 {
 		limit = uint64(opt.ScanLimit)
 	}
-	x, err := deriveX86(d.phys, d.be.ranges, limit)
-	if err != nil {
-		d.deriveErr = fmt.Errorf("no VMCOREINFO note in the image, and it could not be derived (only x86_64 kernels are; Options.VMCOREINFO, kdump-syms --vmcoreinfo, can supply the text): %w", err)
-		return
+	var errX86, errARM error
+	if arch == "" || arch == "x86_64" {
+		x, err := deriveX86(d.phys, d.be.ranges, limit)
+		if err == nil {
+			d.origin = InfoOrigin{Kind: InfoDerived, Addr: x.root}
+			d.raw, d.infoSource = x.vmcoreinfo(), x.describe()
+			return
+		}
+		errX86 = fmt.Errorf("x86_64: %w", err)
 	}
-	d.origin = InfoOrigin{Kind: InfoDerived, Addr: x.root}
-	d.raw, d.infoSource = x.vmcoreinfo(), x.describe()
+	if arch == "" || arch == "arm64" {
+		x, err := deriveARM64(d.phys, d.be.ranges, limit)
+		if err == nil {
+			d.origin = InfoOrigin{Kind: InfoDerived, Addr: x.root}
+			d.raw, d.infoSource = x.vmcoreinfo(), x.describe()
+			return
+		}
+		errARM = fmt.Errorf("arm64: %w", err)
+	}
+	d.deriveErr = fmt.Errorf("no VMCOREINFO note in the image, and it could not be derived (only x86_64 and arm64 kernels are; Options.VMCOREINFO, kdump-syms --vmcoreinfo, can supply the text): %w", errors.Join(errX86, errARM))
 }
 
 // DeriveErr says why VMCOREINFO could not be derived from a memory image

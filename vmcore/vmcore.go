@@ -345,8 +345,8 @@ func (d *Dump) init(opt Options) error {
 	if d.raw == nil {
 		d.findInMemory(arch, opt)
 	}
-	if d.raw == nil && d.MemImage() != nil && opt.ScanLimit >= 0 && (arch.Name == "" || arch.Name == "x86_64") {
-		d.derive(opt)
+	if d.raw == nil && d.MemImage() != nil && opt.ScanLimit >= 0 && (arch.Name == "" || arch.Name == "x86_64" || arch.Name == "arm64") {
+		d.derive(opt, arch.Name)
 	}
 	if d.raw != nil {
 		d.info, d.infoErr = vmcoreinfo.Parse(d.raw)
