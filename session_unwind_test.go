@@ -53,7 +53,9 @@ func TestORCModuleTablesCorpus(t *testing.T) {
 			funcs, atEntry, unsaved := 0, 0, 0
 			seen := map[string]bool{}
 			for _, e := range g.Kallsyms(t) {
-				if e.Module == "" || e.Module == "bpf" || strings.HasPrefix(e.Module, "__builtin__") || strings.HasPrefix(e.Name, "__pfx_") || (e.Type != 't' && e.Type != 'T') {
+				if e.Module == "" || e.Module == "bpf" || strings.HasPrefix(e.Module, "__builtin__") || strings.HasPrefix(e.Name, "__pfx_") || (e.Type != 't' && e.Type != 'T') ||
+					strings.Contains(e.Name, ".cold") { // a function's cold part: no entry, its caller's frame
+
 					continue
 				}
 				seen[e.Module] = true
@@ -76,7 +78,7 @@ func TestORCModuleTablesCorpus(t *testing.T) {
 			if unsaved == funcs {
 				t.Skip("the dump holds none of the modules' ORC tables")
 			}
-			assert.GreaterOrEqual(t, atEntry*100, (funcs-unsaved)*95)
+			assert.GreaterOrEqual(t, atEntry*100, (funcs-unsaved)*99)
 		})
 	}
 }
