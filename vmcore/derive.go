@@ -142,42 +142,11 @@ func scanX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), bo bina
 // page.
 func scanPages(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit uint64, chunk func(b []byte, addr uint64), page func(p []byte, pa uint64)) {
 	const overlap = 128 // a banner prefix and release across a chunk boundary
-	buf := make([]byte, scanChunk+overlap)
-	var scanned uint64
-	ranges(func(start, last uint64) bool {
-		for addr := start; ; {
-			if scanned >= limit {
-				return false
-			}
-			n := uint64(scanChunk + overlap)
-			if last-addr < n-1 {
-				n = last - addr + 1
-			}
-			got, _ := phys.ReadAt(buf[:n], addr)
-			scanned += uint64(got)
-			b := buf[:got]
-			chunk(b, addr)
-			// Whole pages in the part of the chunk not overlapped.
-			body := uint64(got)
-			if uint64(got) == n && last-addr > n-1 {
-				body = n - overlap
-			}
-			for off := (-addr) & 4095; off+4096 <= body; off += 4096 {
-				page(b[off:off+4096], addr+off)
-			}
-			if uint64(got) < n {
-				next := (addr + uint64(got) + holeSkip) &^ (holeSkip - 1)
-				scanned += next - addr - uint64(got)
-				if next <= addr || next > last {
-					break
-				}
-				addr = next
-				continue
-			}
-			if last-addr <= n-1 {
-				break
-			}
-			addr += n - overlap
+	walkChunks(phys, ranges, limit, overlap, func(b []byte, addr, body uint64) bool {
+		chunk(b, addr)
+		// Whole pages in the part of the chunk not overlapped.
+		for off := (-addr) & 4095; off+4096 <= body; off += 4096 {
+			page(b[off:off+4096], addr+off)
 		}
 		return true
 	})

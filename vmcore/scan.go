@@ -90,40 +90,58 @@ func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a A
 	if a.ByteOrder == binary.ByteOrder(binary.BigEndian) {
 		orders[0], orders[1] = orders[1], orders[0]
 	}
-	buf := make([]byte, scanChunk+overlap)
-	var scanned uint64
 	var foundAt uint64
 	var found []byte
 	var foundOrder binary.ByteOrder
+	walkChunks(phys, ranges, limit, overlap, func(b []byte, addr, _ uint64) bool {
+		for i := 0; ; {
+			j := bytes.Index(b[i:], notePattern)
+			if j < 0 {
+				return true
+			}
+			pos := i + j
+			i = pos + 1
+			at := addr + uint64(pos) - noteNameOff
+			if at > addr+uint64(pos) {
+				continue // the header would lie below address 0
+			}
+			for _, bo := range orders {
+				if text, ok := noteAt(phys, at, bo); ok {
+					foundAt, found, foundOrder = at, text, bo
+					return false
+				}
+			}
+		}
+	})
+	return foundAt, found, foundOrder, found != nil
+}
+
+// walkChunks reads the saved ranges in ascending order, at most limit
+// bytes, in chunks of scanChunk bytes that overlap the next by overlap
+// bytes (so that a pattern across a boundary is seen), skipping a hole
+// inside a range to the next holeSkip boundary, and hands each chunk to fn
+// with body, the length of its part the next chunk does not read again.
+// fn returns false to stop the walk.
+func walkChunks(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit, overlap uint64, fn func(b []byte, addr, body uint64) bool) {
+	buf := make([]byte, scanChunk+overlap)
+	var scanned uint64
 	ranges(func(start, last uint64) bool {
 		for addr := start; ; {
 			if scanned >= limit {
 				return false
 			}
-			n := uint64(scanChunk + overlap)
+			n := scanChunk + overlap
 			if last-addr < n-1 {
 				n = last - addr + 1
 			}
 			got, _ := phys.ReadAt(buf[:n], addr)
 			scanned += uint64(got)
-			b := buf[:got]
-			for i := 0; ; {
-				j := bytes.Index(b[i:], notePattern)
-				if j < 0 {
-					break
-				}
-				pos := i + j
-				i = pos + 1
-				at := addr + uint64(pos) - noteNameOff
-				if at > addr+uint64(pos) {
-					continue // the header would lie below address 0
-				}
-				for _, bo := range orders {
-					if text, ok := noteAt(phys, at, bo); ok {
-						foundAt, found, foundOrder = at, text, bo
-						return false
-					}
-				}
+			body := uint64(got)
+			if uint64(got) == n && last-addr > n-1 {
+				body = n - overlap
+			}
+			if !fn(buf[:got], addr, body) {
+				return false
 			}
 			if uint64(got) < n {
 				// A hole inside the range: skip to the page after it.
@@ -142,7 +160,6 @@ func scanForNote(phys memory.Reader, ranges func(func(uint64, uint64) bool), a A
 		}
 		return true
 	})
-	return foundAt, found, foundOrder, found != nil
 }
 
 // noteAt validates the VMCOREINFO note header at physical address at and
