@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,6 +78,11 @@ var testSyms = []testSym{
 // symbols above: header, the string tables and symtab, then the section
 // headers. Only what debug/elf reads is filled in.
 func buildELF64(t testing.TB, bo binary.ByteOrder) []byte {
+	return buildELF64With(t, bo, testSyms)
+}
+
+// buildELF64With is buildELF64 with other symbols than testSyms.
+func buildELF64With(t testing.TB, bo binary.ByteOrder, symbols []testSym) []byte {
 	strtab := []byte{0}
 	shstrtab := []byte{0}
 	addStr := func(tab *[]byte, s string) uint32 {
@@ -89,7 +95,7 @@ func buildELF64(t testing.TB, bo binary.ByteOrder) []byte {
 	}
 	syms := []elf.Sym64{{}}
 	firstGlobal := 0
-	for i, s := range testSyms {
+	for i, s := range symbols {
 		if s.bind != elf.STB_LOCAL && firstGlobal == 0 {
 			firstGlobal = i + 1
 		}
@@ -270,16 +276,14 @@ func TestELFSymbolsErrors(t *testing.T) {
 // the kernel does (up to the next symbol, inside _stext.._end, per-CPU
 // offsets answering nothing), the st_size staying in ELFSize.
 func TestELFSymbolsExtents(t *testing.T) {
-	saved := testSyms
-	defer func() { testSyms = saved }()
-	testSyms = append(append([]testSym(nil), saved...),
+	symbols := append(slices.Clone(testSyms),
 		testSym{"_stext", elf.STT_NOTYPE, elf.STB_GLOBAL, 1, 0xffffffff81000000, 0, 'T'},
 		testSym{"__per_cpu_start", elf.STT_NOTYPE, elf.STB_GLOBAL, 5, 0, 0, 'D'},
 		testSym{"__per_cpu_end", elf.STT_NOTYPE, elf.STB_GLOBAL, 5, 0x2d000, 0, 'D'},
 		testSym{"_end", elf.STT_NOTYPE, elf.STB_GLOBAL, 4, 0xffffffff82201000, 0, 'B'},
 	)
 	const slide = 0x2c000000
-	ix, err := NewELFSymbols(bytes.NewReader(buildELF64(t, binary.LittleEndian)), "vmlinux", slide)
+	ix, err := NewELFSymbols(bytes.NewReader(buildELF64With(t, binary.LittleEndian, symbols)), "vmlinux", slide)
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		addr uint64
