@@ -124,16 +124,41 @@ type x86Scan struct {
 	bannerCut bool // more banner copies than maxBannerHits
 }
 
-// scanX86 reads saved memory in ascending order, at most limit bytes, and
-// collects banner copies and pages that look like a 4-level top-level
-// table: entry 511 a present, writable table (no PSE) and every other
-// kernel-half entry (256..510) zero or the same.
-func scanX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), bo binary.ByteOrder, limit uint64) *x86Scan {
-	s := &x86Scan{roots: map[uint64][]uint64{}}
+// scanImage reads saved memory once, in ascending order, at most limit
+// bytes, and collects the banner copies and, for x86_64 when x86 is set,
+// pages that look like a 4-level top-level table (entry 511 a present,
+// writable table, no PSE, and every other kernel-half entry 256..510 zero
+// or the same) and, for arm64 when arm is not nil, the pages arm takes
+// for a top-level table of some layout. An image whose architecture is
+// unknown is read once for both.
+func scanImage(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit uint64, x86 bool, arm *armWalker) (*x86Scan, *armScan) {
+	var xs *x86Scan
+	var as *armScan
+	if x86 {
+		xs = &x86Scan{roots: map[uint64][]uint64{}}
+	}
+	if arm != nil {
+		as = &armScan{}
+	}
+	var banners []bannerHit
+	var cut bool
 	scanPages(phys, ranges, limit, func(b []byte, addr uint64) {
-		s.banners = appendBanners(s.banners, b, addr, &s.bannerCut)
-	}, func(p []byte, pa uint64) { s.page(p, pa, bo) })
-	return s
+		banners = appendBanners(banners, b, addr, &cut)
+	}, func(p []byte, pa uint64) {
+		if xs != nil {
+			xs.page(p, pa, binary.LittleEndian)
+		}
+		if as != nil {
+			as.page(arm, p, pa)
+		}
+	})
+	if xs != nil {
+		xs.banners, xs.bannerCut = banners, cut
+	}
+	if as != nil {
+		as.banners, as.bannerCut = banners, cut
+	}
+	return xs, as
 }
 
 // scanPages reads saved memory in ascending order, at most limit bytes,
@@ -271,8 +296,13 @@ func readTextMap(phys memory.Reader, bo binary.ByteOrder, pd uint64, budget *int
 // table maps itself at its text-map address, and candidates that disagree
 // are an error naming them.
 func deriveX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit uint64) (*derivedX86, error) {
+	s, _ := scanImage(phys, ranges, limit, true, nil)
+	return deriveX86From(phys, s, limit)
+}
+
+// deriveX86From is deriveX86 on what scanImage collected.
+func deriveX86From(phys memory.Reader, s *x86Scan, limit uint64) (*derivedX86, error) {
 	bo := binary.LittleEndian
-	s := scanX86(phys, ranges, bo, limit)
 	if len(s.banners) == 0 {
 		return nil, fmt.Errorf("no \"Linux version \" banner in the first %d MiB of saved memory", limit>>20)
 	}
@@ -394,9 +424,15 @@ func (d *Dump) derive(opt Options, arch string) {
 	if opt.ScanLimit > 0 {
 		limit = uint64(opt.ScanLimit)
 	}
+	// One pass over memory for every architecture the image may be.
+	var w *armWalker
+	if arch == "" || arch == "arm64" {
+		w = newArmWalker(d.phys, d.be.ranges)
+	}
+	xs, as := scanImage(d.phys, d.be.ranges, limit, arch == "" || arch == "x86_64", w)
 	var errX86, errARM error
-	if arch == "" || arch == "x86_64" {
-		x, err := deriveX86(d.phys, d.be.ranges, limit)
+	if xs != nil {
+		x, err := deriveX86From(d.phys, xs, limit)
 		if err == nil {
 			d.origin = InfoOrigin{Kind: InfoDerived, Addr: x.root}
 			d.raw, d.infoSource = x.vmcoreinfo(), x.describe()
@@ -404,8 +440,8 @@ func (d *Dump) derive(opt Options, arch string) {
 		}
 		errX86 = fmt.Errorf("x86_64: %w", err)
 	}
-	if arch == "" || arch == "arm64" {
-		x, err := deriveARM64(d.phys, d.be.ranges, limit)
+	if as != nil {
+		x, err := deriveARM64From(w, as, limit)
 		if err == nil {
 			d.origin = InfoOrigin{Kind: InfoDerived, Addr: x.root}
 			d.raw, d.infoSource = x.vmcoreinfo(), x.describe()

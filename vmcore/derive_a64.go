@@ -352,22 +352,34 @@ var armImageMagic = []byte("ARM\x64")
 // same offset, the linear map gives the banner back at PHYS_OFFSET, and
 // candidates that map themselves are unique.
 func deriveARM64(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit uint64) (*derivedARM64, error) {
+	w := newArmWalker(phys, ranges)
+	_, s := scanImage(phys, ranges, limit, false, w)
+	return deriveARM64From(w, s, limit)
+}
+
+// newArmWalker is the walker of the arm64 derivation over the saved
+// ranges of phys.
+func newArmWalker(phys memory.Reader, ranges func(func(uint64, uint64) bool)) *armWalker {
 	w := &armWalker{phys: phys, bo: binary.LittleEndian, budget: maxArmTables, memo: map[armKey][]relHit{}}
 	ranges(func(s, l uint64) bool { w.ram = append(w.ram, [2]uint64{s, l}); return true })
-	s := &armScan{}
-	scanPages(phys, ranges, limit, func(b []byte, addr uint64) {
-		s.banners = appendBanners(s.banners, b, addr, &s.bannerCut)
-	}, func(p []byte, pa uint64) {
-		for i, l := range armLayouts {
-			if w.candidate(l, p) {
-				if len(s.cands) >= maxRootsKept {
-					s.overflow = true
-					return
-				}
-				s.cands = append(s.cands, armCand{pa, i})
+	return w
+}
+
+// page records p, at pa, as a candidate root for every layout it passes.
+func (s *armScan) page(w *armWalker, p []byte, pa uint64) {
+	for i, l := range armLayouts {
+		if w.candidate(l, p) {
+			if len(s.cands) >= maxRootsKept {
+				s.overflow = true
+				return
 			}
+			s.cands = append(s.cands, armCand{pa, i})
 		}
-	})
+	}
+}
+
+// deriveARM64From is deriveARM64 on what scanImage collected.
+func deriveARM64From(w *armWalker, s *armScan, limit uint64) (*derivedARM64, error) {
 	if len(s.banners) == 0 {
 		return nil, fmt.Errorf("no \"Linux version \" banner in the first %d MiB of saved memory", limit>>20)
 	}
@@ -398,7 +410,7 @@ func deriveARM64(phys memory.Reader, ranges func(func(uint64, uint64) bool), lim
 			var hits []self
 			top := l.entries(l.levels)
 			var tab [4096]byte
-			if err := memory.ReadFull(phys, tab[:top*8], c.root); err != nil {
+			if err := memory.ReadFull(w.phys, tab[:top*8], c.root); err != nil {
 				continue
 			}
 			sh := l.shift(l.levels)
