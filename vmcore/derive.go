@@ -304,7 +304,7 @@ func deriveX86(phys memory.Reader, ranges func(func(uint64, uint64) bool), limit
 func deriveX86From(phys memory.Reader, s *x86Scan, limit uint64) (*derivedX86, error) {
 	bo := binary.LittleEndian
 	if len(s.banners) == 0 {
-		return nil, fmt.Errorf("no \"Linux version \" banner in the first %d MiB of saved memory", limit>>20)
+		return nil, errNoBanner(limit)
 	}
 	if len(s.order) == 0 {
 		return nil, fmt.Errorf("no page that looks like a 4-level top-level page table (entry 511 a present table) in saved memory")
@@ -430,6 +430,12 @@ func (d *Dump) derive(opt Options, arch string) {
 		w = newArmWalker(d.phys, d.be.ranges)
 	}
 	xs, as := scanImage(d.phys, d.be.ranges, limit, arch == "" || arch == "x86_64", w)
+	const why = "no VMCOREINFO note in the image, and it could not be derived (only x86_64 and arm64 kernels are; Options.VMCOREINFO, kdump-syms --vmcoreinfo, can supply the text)"
+	if xs != nil && len(xs.banners) == 0 || as != nil && len(as.banners) == 0 {
+		// The scans share their banners: one cause, said once.
+		d.deriveErr = fmt.Errorf("%s: %w", why, errNoBanner(limit))
+		return
+	}
 	var errX86, errARM error
 	if xs != nil {
 		x, err := deriveX86From(d.phys, xs, limit)
@@ -449,7 +455,24 @@ func (d *Dump) derive(opt Options, arch string) {
 		}
 		errARM = fmt.Errorf("arm64: %w", err)
 	}
-	d.deriveErr = fmt.Errorf("no VMCOREINFO note in the image, and it could not be derived (only x86_64 and arm64 kernels are; Options.VMCOREINFO, kdump-syms --vmcoreinfo, can supply the text): %w", errors.Join(errX86, errARM))
+	switch {
+	case errX86 != nil && errARM != nil:
+		// One line: a report prints each cause on one.
+		d.deriveErr = fmt.Errorf("%s: %w; %w", why, errX86, errARM)
+	case errX86 != nil:
+		d.deriveErr = fmt.Errorf("%s: %w", why, errX86)
+	default:
+		d.deriveErr = fmt.Errorf("%s: %w", why, errARM)
+	}
+}
+
+// errNoKernelBanner is the cause of a derivation that found no kernel
+// banner in the memory it read.
+var errNoKernelBanner = errors.New("no \"Linux version \" banner in saved memory")
+
+// errNoBanner is errNoKernelBanner, saying how much was read.
+func errNoBanner(limit uint64) error {
+	return fmt.Errorf("%w (at most %d MiB read)", errNoKernelBanner, limit>>20)
 }
 
 // DeriveErr says why VMCOREINFO could not be derived from a memory image

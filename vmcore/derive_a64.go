@@ -381,7 +381,7 @@ func (s *armScan) page(w *armWalker, p []byte, pa uint64) {
 // deriveARM64From is deriveARM64 on what scanImage collected.
 func deriveARM64From(w *armWalker, s *armScan, limit uint64) (*derivedARM64, error) {
 	if len(s.banners) == 0 {
-		return nil, fmt.Errorf("no \"Linux version \" banner in the first %d MiB of saved memory", limit>>20)
+		return nil, errNoBanner(limit)
 	}
 	if len(s.cands) == 0 {
 		return nil, fmt.Errorf("no page that looks like an arm64 4 KiB-granule top-level table (valid table entries into saved memory in both halves) in saved memory")
