@@ -1,0 +1,46 @@
+package testutil
+
+import (
+	"os"
+	"slices"
+	"testing"
+)
+
+// ThoroughEnv, set to 1, makes every corpus test run on every guest and
+// every dump format: what Sample narrows in the default run.
+const ThoroughEnv = "KDUMP_SYMS_THOROUGH"
+
+// Thorough reports whether ThoroughEnv asks for every guest and format.
+func Thorough() bool { return os.Getenv(ThoroughEnv) == "1" }
+
+// Sample returns the guests a variation test runs on: the named ones (in
+// manifest order; those a -short run leaves out are dropped) in the default
+// run, every guest of Corpus when Thorough.
+//
+// The default run decodes every committed dump in the tests that check
+// the dump against the kernel's own files (each package's TestCorpus,
+// TestSessionCorpus, TestAllCorpus, ...). A test that checks another path
+// over the same decoding (another flag, output format or layout source)
+// runs on guests chosen for what that path depends on: architecture,
+// pointer size, byte order, BTF or not, KALLSYMS_ALL or not. A test naming
+// a guest the manifest lacks fails.
+func Sample(tb testing.TB, names ...string) []*CorpusGuest {
+	tb.Helper()
+	all := Corpus(tb)
+	if Thorough() {
+		return all
+	}
+	known := allGuests(tb)
+	for _, n := range names {
+		if !slices.ContainsFunc(known, func(g *CorpusGuest) bool { return g.Name == n }) {
+			tb.Fatalf("testutil: Sample names %q, which the corpus lacks", n)
+		}
+	}
+	var out []*CorpusGuest
+	for _, g := range all {
+		if slices.Contains(names, g.Name) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
