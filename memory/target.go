@@ -34,18 +34,14 @@ type Target struct {
 // caller of the library left Options.Target zero.
 var ErrUnknownTarget = errors.New("target machine unknown")
 
-// Page-size bounds of Check: the smallest page of any architecture Linux
-// runs on is 4 KiB, and 512 bytes is the smallest PAGESIZE any tool has
-// used for a dump's blocks; no kernel page is larger than 1 GiB.
-const (
-	minPageSize = 512
-	maxPageSize = 1 << 30
-)
+// maxPageSize bounds Check's page size: no kernel page is larger than
+// 1 GiB (vmcore ignores a larger PAGESIZE too).
+const maxPageSize = 1 << 30
 
 // Check reports whether t can read a word: ByteOrder is set, PtrSize is
-// 4 or 8, and PageSize is unknown or a power of two from 512 bytes to
-// 1 GiB. A missing field is an error wrapping ErrUnknownTarget, a value no
-// kernel has one wrapping errors.ErrUnsupported.
+// 4 or 8, and PageSize is unknown or a power of two up to 1 GiB. A
+// missing field is an error wrapping ErrUnknownTarget, a value no kernel
+// has one wrapping errors.ErrUnsupported.
 func (t Target) Check() error {
 	switch {
 	case t.ByteOrder == nil:
@@ -54,7 +50,7 @@ func (t Target) Check() error {
 		return fmt.Errorf("no pointer size: %w", ErrUnknownTarget)
 	case t.PtrSize != 4 && t.PtrSize != 8:
 		return fmt.Errorf("pointer size %d: %w", t.PtrSize, errors.ErrUnsupported)
-	case t.PageSize != 0 && (t.PageSize < minPageSize || t.PageSize > maxPageSize || t.PageSize&(t.PageSize-1) != 0):
+	case t.PageSize != 0 && (t.PageSize < 0 || t.PageSize > maxPageSize || t.PageSize&(t.PageSize-1) != 0):
 		return fmt.Errorf("page size %d: %w", t.PageSize, errors.ErrUnsupported)
 	}
 	return nil
