@@ -59,6 +59,7 @@ type Session struct {
 	kmemOnce sync.Once
 	kmem     memory.Reader
 	kmemErr  error
+	tgt      memory.Target // set with kmem: see target
 
 	kallOnce sync.Once
 	kall     *kallsyms.Result
@@ -272,14 +273,29 @@ func (s *Session) KASLROffset() (uint64, bool) {
 func (s *Session) Kernel() (memory.Reader, error) {
 	s.kmemOnce.Do(func() {
 		t := s.stats.begin("translation")
-		k, err := s.dump.Kernel()
+		s.tgt = s.dump.Arch().Target
+		tr, err := s.dump.Translator()
 		if err == nil {
-			s.kmem = &lockedReader{r: k, st: s.stats}
+			s.kmem = &lockedReader{r: tr, st: s.stats}
+			if s.tgt.PageSize == 0 {
+				// The dump names no page size, but the translation
+				// knows the one it walks by.
+				s.tgt.PageSize = tr.Layout().PageSize
+			}
 		}
 		s.kmemErr = err
 		s.stats.end(t)
 	})
 	return s.kmem, s.kmemErr
+}
+
+// target is the one description of the dump's machine that the session
+// gives every decoder: the dump's Arch().Target, its page size completed
+// by the translation's when the dump names none. It is settled, once,
+// with the kernel's memory.
+func (s *Session) target() memory.Target {
+	s.Kernel()
+	return s.tgt
 }
 
 // Kallsyms decodes the core kernel's symbols, once.

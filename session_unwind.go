@@ -56,7 +56,8 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	if !ok || fpi >= len(regs) {
 		return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: no unwinder for %q kernels: %w", arch.Name, errors.ErrUnsupported)}}
 	}
-	opt := unwind.Options{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, KernelStart: kernelStart, UserEnd: kernelStart}
+	tgt := s.target()
+	opt := unwind.Options{Target: tgt, KernelStart: kernelStart, UserEnd: kernelStart}
 	if in := d.Info(); in != nil {
 		if m, ok := in.Get("NUMBER(KERNELPACMASK)"); ok {
 			fmt.Sscanf(m, "0x%x", &opt.PACMask)
@@ -64,7 +65,7 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	}
 	switch arch.Name {
 	case "arm64":
-		opt.StackSize = max(16<<10, uint64(d.PageSize())) // THREAD_SIZE
+		opt.StackSize = max(16<<10, uint64(tgt.PageSize)) // THREAD_SIZE
 	case "i386":
 		opt.StackSize = 8 << 10
 		// User space ends at PAGE_OFFSET, the 1 GiB boundary below the
