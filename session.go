@@ -333,7 +333,6 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 		}
 		kmem, _ := s.Kernel()
 		syms := modsyms.FromFinder(k.Finder())
-		arch := s.dump.Arch()
 		lay, err := s.moduleLayout()
 		if err != nil {
 			s.modErr = &NeedsError{Source: FinderModules, Needs: NeedLayouts, Err: err}
@@ -344,7 +343,7 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 			s.modErr = fmt.Errorf("kdumpsyms: modules: %w", err)
 			return
 		}
-		opt := modsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, Head: head, TypeInSize: s.typeInSize()}
+		opt := modsyms.Options{Target: s.target(), Layout: lay, Head: head, TypeInSize: s.typeInSize()}
 		t := s.stats.begin("modules")
 		s.mods, s.modErr = modsyms.Load(kmem, syms, opt)
 		s.stats.end(t)

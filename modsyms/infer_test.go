@@ -61,9 +61,9 @@ func TestCorpusInferred(t *testing.T) {
 					assert.Equal(t, w.Count, f.Count, "%s.%s count", name, f.Name)
 				}
 			}
-			viaBTF, err := Load(k, syms, Options{Layout: b, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize})
+			viaBTF, err := Load(k, syms, Options{Layout: b, Target: arch.Target})
 			require.NoError(t, err)
-			viaInf, err := Load(k, syms, Options{Layout: inf, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize})
+			viaInf, err := Load(k, syms, Options{Layout: inf, Target: arch.Target})
 			require.NoError(t, err)
 			assert.Equal(t, moduleLines(t, viaBTF), moduleLines(t, viaInf))
 			require.Len(t, viaInf.Modules(), len(viaBTF.Modules()))

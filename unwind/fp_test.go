@@ -17,12 +17,11 @@ const (
 	irqStk = 0xffff800008100000
 )
 
-// chain writes frame records at fps, each linking to the next and holding
-// the return address rets[i].
-
 // le64 is the target of the frame-pointer tests that name none.
 var le64 = memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}
 
+// chain writes frame records at fps, each linking to the next and holding
+// the return address rets[i].
 func chain(m *testutil.SparseMemory, fps, rets []uint64) {
 	for i, fp := range fps {
 		next := uint64(0)
