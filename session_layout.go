@@ -245,7 +245,7 @@ func (s *Session) moduleHead() (uint64, error) {
 			cfg.VmapAreaList = 0
 		}
 		top := ^uint64(0)
-		if cfg.PtrSize == 4 {
+		if cfg.Target.PtrSize == 4 {
 			top = 0xffffffff
 		}
 		if lo, ok := in.Number("MODULES_VADDR"); ok {
@@ -288,8 +288,7 @@ func (s *Session) moduleHead() (uint64, error) {
 }
 
 func (s *Session) inferConfig() btflayout.InferConfig {
-	arch := s.dump.Arch()
-	cfg := btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize}
+	cfg := btflayout.InferConfig{Target: s.target()}
 	if in := s.dump.Info(); in != nil {
 		cfg.Release = in.OSRelease()
 	}

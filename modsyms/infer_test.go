@@ -41,7 +41,7 @@ func TestCorpusInferred(t *testing.T) {
 			head, ok := syms("modules")
 			require.True(t, ok)
 			arch := d.Arch()
-			inf, err := btflayout.Infer(k, btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, Release: d.Info().OSRelease(), Head: head})
+			inf, err := btflayout.Infer(k, btflayout.InferConfig{Target: arch.Target, Release: d.Info().OSRelease(), Head: head})
 			require.NoError(t, err)
 			for _, e := range inf.Evidence() {
 				t.Log(e)
