@@ -32,7 +32,8 @@ type Options struct {
 	// Lazy decodes kallsyms names on demand instead of expanding the whole
 	// table on first use (see kallsyms.Lazy).
 	Lazy bool
-	// Kallsyms tunes the kallsyms decoder; its Lazy field is set from Lazy.
+	// Kallsyms tunes the kallsyms decoder; its Lazy field is set from
+	// Lazy, and the fields its Target leaves unknown from the dump's.
 	Kallsyms kallsyms.Options
 	// Layout is where struct offsets come from for the module, ftrace, BPF
 	// and kprobes sources; nil means the dump's own, as Layouts says.
@@ -310,11 +311,16 @@ func (s *Session) Kallsyms() (*kallsyms.Result, error) {
 		defer s.stats.end(t)
 		opt := s.opt.Kallsyms
 		opt.Lazy = s.opt.Lazy
-		if opt.PtrSize == 0 {
-			opt.PtrSize = s.dump.Arch().PtrSize
+		// The session's target, where the caller left a field unknown.
+		mine, dump := &opt.Target, s.target()
+		if mine.ByteOrder == nil {
+			mine.ByteOrder = dump.ByteOrder
 		}
-		if opt.ByteOrder == nil {
-			opt.ByteOrder = s.dump.Arch().ByteOrder
+		if mine.PtrSize == 0 {
+			mine.PtrSize = dump.PtrSize
+		}
+		if mine.PageSize == 0 {
+			mine.PageSize = dump.PageSize
 		}
 		s.kall, s.kallErr = kallsyms.Load(kmem, s.dump.Info(), opt)
 	})

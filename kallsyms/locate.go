@@ -21,7 +21,8 @@ type config struct {
 }
 
 func newConfig(info *vmcoreinfo.Info, opt Options) config {
-	c := config{bo: opt.ByteOrder, ptr: opt.PtrSize, page: uint64(opt.PageSize), info: info}
+	t := opt.Target
+	c := config{bo: t.ByteOrder, ptr: t.PtrSize, page: uint64(t.PageSize), info: info}
 	arch := ""
 	if info != nil {
 		arch = info.Arch()
