@@ -376,7 +376,7 @@ func (s *Selection) noteBySymbol(hdr int) (uint64, bool) {
 	if isNote(sym.Addr) {
 		return sym.Addr, true
 	}
-	p, err := memory.Pointer(kmem, arch.ByteOrder, arch.PtrSize, sym.Addr)
+	p, err := arch.ReadPointer(kmem, sym.Addr)
 	if err != nil || !isNote(p) {
 		return 0, false
 	}

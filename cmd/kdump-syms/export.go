@@ -130,7 +130,7 @@ func exportISF(c *common, s *kdumpsyms.Session, vmlinux []symfinder.Symbol, path
 	a := s.Dump().Arch()
 	in := &export.ISF{
 		Producer: "kdump-syms", Version: export.ISFVersion(buildVersion()),
-		Spec: spec, ByteOrder: a.ByteOrder, PtrSize: a.PtrSize, Symbols: vmlinux,
+		Spec: spec, Target: a.Target, Symbols: vmlinux,
 	}
 	in.KASLROffset, _ = s.KASLROffset()
 	if info := s.Dump().Info(); info != nil && (a.Name == "x86_64" || a.Name == "i386") {
