@@ -42,12 +42,12 @@ func FuzzWriteELF(f *testing.F) {
 			})
 			data = data[17:]
 		}
-		tg := Target{binary.LittleEndian, elf.ELFCLASS64, elf.EM_X86_64}
+		tg := Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, elf.EM_X86_64}
 		if mode&1 != 0 {
 			tg.ByteOrder = binary.BigEndian
 		}
 		if mode&2 != 0 {
-			tg.Class = elf.ELFCLASS32
+			tg.PtrSize = 4
 		}
 		var b bytes.Buffer
 		if err := WriteELF(&b, tg, syms, nil); err != nil {

@@ -203,7 +203,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		}
 		var base uint64
 		if c.relBase != 0 {
-			if base, err = (memory.Target{ByteOrder: t.bo, PtrSize: t.lay.PtrSize}).ReadPointer(t.r, c.relBase); err != nil {
+			if base, err = t.lay.ReadPointer(t.r, c.relBase); err != nil {
 				errs = append(errs, fmt.Errorf("kallsyms: relative_base at %#x: %w", c.relBase, err))
 				continue
 			}

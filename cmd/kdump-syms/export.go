@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -86,10 +85,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 		c.rep.add(merr)
 	}
 	a := s.Dump().Arch()
-	t := export.Target{ByteOrder: a.ByteOrder, Class: elf.ELFCLASS64, Machine: a.ELFMachine()}
-	if a.PtrSize == 4 {
-		t.Class = elf.ELFCLASS32
-	}
+	t := export.Target{Target: a.Target, Machine: a.ELFMachine()}
 	written, err := export.WriteDir(*out, t, vmlinux, mods)
 	w := bufio.NewWriter(stdout)
 	for _, p := range written {
