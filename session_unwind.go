@@ -123,8 +123,15 @@ func (s *Session) unwindORC(regs []uint64, kernelStart uint64) Stack {
 // by their symbols, the .orc_header hash where the kernel has one, the
 // format OSRELEASE implies, and the modules' tables (ModulesErr says why
 // they are absent: they need BTF). An .orc_header of the wrong size is an
-// error wrapping unwind.ErrORCFormat.
+// error wrapping unwind.ErrORCFormat. They are found once, for every CPU's
+// walk.
 func (s *Session) ORCTables() (unwind.ORCTables, error) {
+	st := &s.orcSt
+	st.tabOnce.Do(func() { st.tab, st.tabErr = s.findORCTables() })
+	return st.tab, st.tabErr
+}
+
+func (s *Session) findORCTables() (unwind.ORCTables, error) {
 	var t unwind.ORCTables
 	for _, v := range []struct {
 		name string
@@ -160,8 +167,13 @@ func (s *Session) ORCTables() (unwind.ORCTables, error) {
 	return t, nil
 }
 
-// orcState holds the modules' ORC tables, read once.
+// orcState holds where the ORC tables are and the modules' tables, each
+// found once.
 type orcState struct {
+	tabOnce sync.Once
+	tab     unwind.ORCTables
+	tabErr  error
+
 	once sync.Once
 	mods []unwind.ORCModule
 	err  error
