@@ -110,12 +110,12 @@ func (s *Selection) Pages() []uint64 {
 // session's Stages: the kernel address space, kallsyms, BTF and modules,
 // then every finder's All; then the kernel log, each CPU's stack and the
 // page tables that map the module symbols), and returns the pages each
-// stage read. Stages that fail are reported in
-// their Consumer's Err and the others still run, except that a failure
-// caused by corrupt data (memory.ErrCorrupt) is returned as the error:
-// an extract must not silently lose what a reader of the full dump would
-// report. Errors of opening the dump are those of kdumpsyms.Open, which
-// name the file.
+// stage read. Stages that fail are reported in their Consumer's Err and
+// the others still run, except that a failure caused by corrupt data
+// (memory.ErrCorrupt) in one of the session's stages is returned as the
+// error: an extract must not silently lose what a reader of the full dump
+// would report. Errors of opening the dump are those of kdumpsyms.Open,
+// which name the file.
 func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	var rec *memory.Recorder
 	opt.Dump.WrapPhysical = func(r memory.Reader) memory.Reader {
