@@ -17,5 +17,8 @@
 // built-in ones by name, and look symbols up by address or name.
 //
 // The lower layers stand alone for callers that need only part of this:
-// vmcore (dumps and memory), kallsyms, modsyms and symfinder.
+// vmcore (dumps and memory), kallsyms, modsyms and symfinder. Each decoder
+// takes the machine it reads as a [memory.Target] in its Options: the
+// dump's is vmcore.Dump.Arch().Target, which a Session passes to all of
+// them.
 package kdumpsyms

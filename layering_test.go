@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"go/ast"
 )
 
 const modulePath = "github.com/kdumpsyms/kdumpsyms"
@@ -118,5 +120,59 @@ func TestLayering(t *testing.T) {
 	}
 	if len(graph) < 10 {
 		t.Fatalf("found only %d packages: %v", len(graph), graph)
+	}
+}
+
+// TestOneTarget enforces the one description of the machine: the exported
+// structs of the decoders and of the translation take a memory.Target
+// (embedded or as a field) instead of byte order, pointer size or page
+// size fields of their own, each with its own default.
+func TestOneTarget(t *testing.T) {
+	if _, err := os.Stat("go.mod"); err != nil {
+		t.Skip("not run from the module root")
+	}
+	pkgs := []string{"kallsyms", "modsyms", "bpfsyms", "btflayout", "printk", "unwind", "export", "internal/vtop", "vmcore"}
+	banned := []string{"ByteOrder", "PtrSize", "PointerSize", "PageSize"}
+	// What a package reports, not what it is told.
+	allowed := map[string]bool{"internal/vtop.Layout.PageSize": true}
+	fset := token.NewFileSet()
+	seen := 0
+	for _, pkg := range pkgs {
+		files, err := filepath.Glob(filepath.Join(filepath.FromSlash(pkg), "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range files {
+			if strings.HasSuffix(p, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				ts, ok := n.(*ast.TypeSpec)
+				if !ok || !ts.Name.IsExported() {
+					return true
+				}
+				st, ok := ts.Type.(*ast.StructType)
+				if !ok {
+					return true
+				}
+				seen++
+				for _, fl := range st.Fields.List {
+					for _, name := range fl.Names {
+						where := pkg + "." + ts.Name.Name + "." + name.Name
+						if slices.Contains(banned, name.Name) && !allowed[where] {
+							t.Errorf("%s (%s): take a memory.Target instead", where, fset.Position(name.Pos()))
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("found only %d exported structs", seen)
 	}
 }

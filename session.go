@@ -32,7 +32,8 @@ type Options struct {
 	// Lazy decodes kallsyms names on demand instead of expanding the whole
 	// table on first use (see kallsyms.Lazy).
 	Lazy bool
-	// Kallsyms tunes the kallsyms decoder; its Lazy field is set from Lazy.
+	// Kallsyms tunes the kallsyms decoder; its Lazy field is set from
+	// Lazy, and the fields its Target leaves unknown from the dump's.
 	Kallsyms kallsyms.Options
 	// Layout is where struct offsets come from for the module, ftrace, BPF
 	// and kprobes sources; nil means the dump's own, as Layouts says.
@@ -59,6 +60,7 @@ type Session struct {
 	kmemOnce sync.Once
 	kmem     memory.Reader
 	kmemErr  error
+	tgt      memory.Target // set with kmem: see target
 
 	kallOnce sync.Once
 	kall     *kallsyms.Result
@@ -272,14 +274,29 @@ func (s *Session) KASLROffset() (uint64, bool) {
 func (s *Session) Kernel() (memory.Reader, error) {
 	s.kmemOnce.Do(func() {
 		t := s.stats.begin("translation")
-		k, err := s.dump.Kernel()
+		s.tgt = s.dump.Arch().Target
+		tr, err := s.dump.Translator()
 		if err == nil {
-			s.kmem = &lockedReader{r: k, st: s.stats}
+			s.kmem = &lockedReader{r: tr, st: s.stats}
+			if s.tgt.PageSize == 0 {
+				// The dump names no page size, but the translation
+				// knows the one it walks by.
+				s.tgt.PageSize = tr.Layout().PageSize
+			}
 		}
 		s.kmemErr = err
 		s.stats.end(t)
 	})
 	return s.kmem, s.kmemErr
+}
+
+// target is the one description of the dump's machine that the session
+// gives every decoder: the dump's Arch().Target, its page size completed
+// by the translation's when the dump names none. It is settled, once,
+// with the kernel's memory.
+func (s *Session) target() memory.Target {
+	s.Kernel()
+	return s.tgt
 }
 
 // Kallsyms decodes the core kernel's symbols, once.
@@ -294,11 +311,16 @@ func (s *Session) Kallsyms() (*kallsyms.Result, error) {
 		defer s.stats.end(t)
 		opt := s.opt.Kallsyms
 		opt.Lazy = s.opt.Lazy
-		if opt.PtrSize == 0 {
-			opt.PtrSize = s.dump.Arch().PtrSize
+		// The session's target, where the caller left a field unknown.
+		mine, dump := &opt.Target, s.target()
+		if mine.ByteOrder == nil {
+			mine.ByteOrder = dump.ByteOrder
 		}
-		if opt.ByteOrder == nil {
-			opt.ByteOrder = s.dump.Arch().ByteOrder
+		if mine.PtrSize == 0 {
+			mine.PtrSize = dump.PtrSize
+		}
+		if mine.PageSize == 0 {
+			mine.PageSize = dump.PageSize
 		}
 		s.kall, s.kallErr = kallsyms.Load(kmem, s.dump.Info(), opt)
 	})
@@ -317,7 +339,6 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 		}
 		kmem, _ := s.Kernel()
 		syms := modsyms.FromFinder(k.Finder())
-		arch := s.dump.Arch()
 		lay, err := s.moduleLayout()
 		if err != nil {
 			s.modErr = &NeedsError{Source: FinderModules, Needs: NeedLayouts, Err: err}
@@ -328,7 +349,7 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 			s.modErr = fmt.Errorf("kdumpsyms: modules: %w", err)
 			return
 		}
-		opt := modsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, Head: head, TypeInSize: s.typeInSize()}
+		opt := modsyms.Options{Target: s.target(), Layout: lay, Head: head, TypeInSize: s.typeInSize()}
 		t := s.stats.begin("modules")
 		s.mods, s.modErr = modsyms.Load(kmem, syms, opt)
 		s.stats.end(t)

@@ -98,7 +98,7 @@ func (s *Session) pseudo(i int) (*bpfsyms.Set, error) {
 		}
 		kmem, _ := s.Kernel()
 		arch := s.dump.Arch()
-		opt := bpfsyms.Options{Layout: lay, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize, PageSize: uint64(max(s.dump.PageSize(), 0))}
+		opt := bpfsyms.Options{Target: s.target(), Layout: lay}
 		if coderef.Supported(arch.Name) {
 			opt.Code = &bpfsyms.Code{
 				Func: textExtent(k.Finder()),

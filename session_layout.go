@@ -46,6 +46,9 @@ type layState struct {
 	modHow  string
 	modErr  error
 
+	// The dump's own BTF, found and decoded once for every user: the
+	// layouts (and through them modules, ftrace, BPF, kprobes and ORC)
+	// and BTF.
 	btfOnce sync.Once
 	btf     *btflayout.BTF
 	btfHow  string
@@ -98,14 +101,11 @@ func (s *Session) layout() (btflayout.Source, error) {
 			st.src, st.how = s.opt.Layout, "given: "+s.opt.Layout.Describe()
 			return
 		}
-		k, err := s.Kallsyms()
-		if err != nil {
+		if _, err := s.Kallsyms(); err != nil {
 			st.err = err
 			return
 		}
-		t := s.stats.begin("btf")
-		b, how, btfErr := s.dumpBTF(k.Finder())
-		s.stats.end(t)
+		b, how, btfErr := s.dumpBTF()
 		if btfErr == nil {
 			st.src, st.how = b, how
 			return
@@ -133,36 +133,31 @@ func (s *Session) layout() (btflayout.Source, error) {
 // export's ISF) call its Spec. Errors wrap btflayout.ErrNoBTF when the
 // dump has none, memory.ErrCorrupt when it does not parse.
 func (s *Session) BTF() (*btflayout.BTF, string, error) {
+	if b, ok := s.opt.Layout.(*btflayout.BTF); ok {
+		return b, "given: " + b.Describe(), nil
+	}
+	return s.dumpBTF()
+}
+
+// dumpBTF finds and reads the vmlinux BTF of the dump, once: between
+// __start_BTF and __stop_BTF, or found by scanning the read-only data
+// after the kallsyms tables up to the init text.
+func (s *Session) dumpBTF() (*btflayout.BTF, string, error) {
 	st := &s.laySt
 	st.btfOnce.Do(func() {
-		if b, ok := s.opt.Layout.(*btflayout.BTF); ok {
-			st.btf, st.btfHow = b, "given: "+b.Describe()
-			return
-		}
-		if s.opt.Layout == nil {
-			if src, _ := s.layout(); src != nil {
-				if b, ok := src.(*btflayout.BTF); ok {
-					st.btf, st.btfHow = b, st.how
-					return
-				}
-			}
-		}
 		k, err := s.Kallsyms()
 		if err != nil {
 			st.btfErr = err
 			return
 		}
 		t := s.stats.begin("btf")
-		st.btf, st.btfHow, st.btfErr = s.dumpBTF(k.Finder())
+		st.btf, st.btfHow, st.btfErr = s.findBTF(k.Finder())
 		s.stats.end(t)
 	})
 	return st.btf, st.btfHow, st.btfErr
 }
 
-// dumpBTF reads the vmlinux BTF of the dump: between __start_BTF and
-// __stop_BTF, or found by scanning the read-only data after the kallsyms
-// tables up to the init text.
-func (s *Session) dumpBTF(f symfinder.Finder) (*btflayout.BTF, string, error) {
+func (s *Session) findBTF(f symfinder.Finder) (*btflayout.BTF, string, error) {
 	kmem, _ := s.Kernel()
 	syms := modsyms.FromFinder(f)
 	start, ok1 := syms("__start_BTF")
@@ -245,7 +240,7 @@ func (s *Session) moduleHead() (uint64, error) {
 			cfg.VmapAreaList = 0
 		}
 		top := ^uint64(0)
-		if cfg.PtrSize == 4 {
+		if cfg.Target.PtrSize == 4 {
 			top = 0xffffffff
 		}
 		if lo, ok := in.Number("MODULES_VADDR"); ok {
@@ -288,8 +283,7 @@ func (s *Session) moduleHead() (uint64, error) {
 }
 
 func (s *Session) inferConfig() btflayout.InferConfig {
-	arch := s.dump.Arch()
-	cfg := btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize}
+	cfg := btflayout.InferConfig{Target: s.target()}
 	if in := s.dump.Info(); in != nil {
 		cfg.Release = in.OSRelease()
 	}

@@ -16,10 +16,8 @@ func (s *Session) Log() (*printk.Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kdumpsyms: kernel log: %w", err)
 	}
-	arch := s.dump.Arch()
 	return printk.Open(kmem, s.dump.Info(), printk.Options{
-		ByteOrder: arch.ByteOrder,
-		PtrSize:   arch.PtrSize,
+		Target: s.target(),
 		Symbol: func(name string) (uint64, bool) {
 			sym, err := s.chain.LookupName(name)
 			return sym.Addr, err == nil

@@ -56,7 +56,8 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	if !ok || fpi >= len(regs) {
 		return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: no unwinder for %q kernels: %w", arch.Name, errors.ErrUnsupported)}}
 	}
-	opt := unwind.Options{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, KernelStart: kernelStart, UserEnd: kernelStart}
+	tgt := s.target()
+	opt := unwind.Options{Target: tgt, KernelStart: kernelStart, UserEnd: kernelStart}
 	if in := d.Info(); in != nil {
 		if m, ok := in.Get("NUMBER(KERNELPACMASK)"); ok {
 			fmt.Sscanf(m, "0x%x", &opt.PACMask)
@@ -64,7 +65,7 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	}
 	switch arch.Name {
 	case "arm64":
-		opt.StackSize = max(16<<10, uint64(d.PageSize())) // THREAD_SIZE
+		opt.StackSize = max(16<<10, uint64(tgt.PageSize)) // THREAD_SIZE
 	case "i386":
 		opt.StackSize = 8 << 10
 		// User space ends at PAGE_OFFSET, the 1 GiB boundary below the
@@ -122,8 +123,15 @@ func (s *Session) unwindORC(regs []uint64, kernelStart uint64) Stack {
 // by their symbols, the .orc_header hash where the kernel has one, the
 // format OSRELEASE implies, and the modules' tables (ModulesErr says why
 // they are absent: they need BTF). An .orc_header of the wrong size is an
-// error wrapping unwind.ErrORCFormat.
+// error wrapping unwind.ErrORCFormat. They are found once, for every CPU's
+// walk.
 func (s *Session) ORCTables() (unwind.ORCTables, error) {
+	st := &s.orcSt
+	st.tabOnce.Do(func() { st.tab, st.tabErr = s.findORCTables() })
+	return st.tab, st.tabErr
+}
+
+func (s *Session) findORCTables() (unwind.ORCTables, error) {
 	var t unwind.ORCTables
 	for _, v := range []struct {
 		name string
@@ -159,8 +167,13 @@ func (s *Session) ORCTables() (unwind.ORCTables, error) {
 	return t, nil
 }
 
-// orcState holds the modules' ORC tables, read once.
+// orcState holds where the ORC tables are and the modules' tables, each
+// found once.
 type orcState struct {
+	tabOnce sync.Once
+	tab     unwind.ORCTables
+	tabErr  error
+
 	once sync.Once
 	mods []unwind.ORCModule
 	err  error

@@ -33,8 +33,9 @@ const textWitness = "schedule"
 // Options.Code) text symbols but no bpf_get_kallsym, was built without
 // CONFIG_BPF_JIT: its set is empty, with no error. A nil set comes
 // with an error wrapping ErrMissingInfo (no bpf_kallsyms symbol in a
-// kallsyms without data symbols, no struct bpf_ksym or bpf_prog_aux layout, btflayout.ErrNoBTF) or
-// a *memory.FaultError (the list head cannot be read). Otherwise entries
+// kallsyms without data symbols, no struct bpf_ksym or bpf_prog_aux layout, btflayout.ErrNoBTF),
+// a *memory.FaultError (the list head cannot be read), or
+// memory.ErrUnknownTarget (opt.Target incomplete). Otherwise entries
 // that could not be read are reported by the returned error, which joins
 // *EntryError and *WalkError values, and by Set.Err.
 func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {

@@ -49,7 +49,7 @@ func openCorpusDump(t testing.TB, paths []string) *corpusDump {
 	require.NoError(t, err)
 	res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{})
 	require.NoError(t, err)
-	return &corpusDump{kmem: k, syms: Symbols(modsyms.FromFinder(res.Finder())), all: res.Finder(), arch: d.Arch().Name, opt: Options{PageSize: uint64(d.PageSize()), ByteOrder: d.Arch().ByteOrder, PointerSize: d.Arch().PtrSize}}
+	return &corpusDump{kmem: k, syms: Symbols(modsyms.FromFinder(res.Finder())), all: res.Finder(), arch: d.Arch().Name, opt: Options{Target: d.Arch().Target}}
 }
 
 // TestCorpus reproduces, for every cached dump of every corpus guest, the

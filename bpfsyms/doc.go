@@ -28,8 +28,8 @@
 //     from kprobe_insn_slots.pages and then kprobe_optinsn_slots.pages
 //     (struct kprobe_insn_cache, list of struct kprobe_insn_page), named by
 //     the cache's sym ("kprobe_insn_page", "kprobe_optinsn_page"), 't',
-//     module "__builtin__kprobes", one page (Options.PageSize) long, the
-//     range the kernel's __is_insn_slot_addr tests.
+//     module "__builtin__kprobes", one page (Options.Target.PageSize)
+//     long, the range the kernel's __is_insn_slot_addr tests.
 //
 // Lists are read in the kernel's list order, which is the order
 // /proc/kallsyms prints. Two quirks of the kernel are reproduced so that the

@@ -18,9 +18,12 @@ const fuzzWindow = 4 << 10
 // 256 list nodes, so a smaller budget is still reached.
 const fuzzMaxEntries = 1 << 7
 
-// fuzzPage is FuzzWalk's PAGE_SIZE (Options.PageSize): a pre-v5.7 seed
+// fuzzPage is FuzzWalk's PAGE_SIZE (fuzzTarget's): a pre-v5.7 seed
 // program's bpf_binary_header takes a page, which must fit in the window.
 const fuzzPage = 256
+
+// fuzzTarget is the machine of FuzzWalk's kernel.
+var fuzzTarget = memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: fuzzPage}
 
 // fuzzSeed builds a well-formed kernel whose list heads sit at fixed
 // places at the start of the window: bpf_kallsyms at +0,
@@ -88,7 +91,7 @@ func FuzzWalk(f *testing.F) {
 	for _, old := range []bool{false, true} {
 		m := newFakeMem()
 		m.Write(synthBase, fuzzSeed(old))
-		opt := Options{Layout: map[bool]fakeLayout{false: synthLayout, true: oldLayout}[old], PageSize: fuzzPage, maxEntries: fuzzMaxEntries}
+		opt := Options{Layout: map[bool]fakeLayout{false: synthLayout, true: oldLayout}[old], Target: fuzzTarget, maxEntries: fuzzMaxEntries}
 		for i, load := range loaders {
 			if s, err := load(m, opt); err != nil || s.Len() == 0 {
 				f.Fatalf("seed (old %v), loader %d: %v", old, i, err)
@@ -105,7 +108,7 @@ func FuzzWalk(f *testing.F) {
 		if old {
 			lay = oldLayout
 		}
-		opt := Options{Layout: lay, PageSize: fuzzPage, maxEntries: fuzzMaxEntries}
+		opt := Options{Layout: lay, Target: fuzzTarget, maxEntries: fuzzMaxEntries}
 		for _, load := range loaders {
 			s, err := load(m, opt)
 			if s == nil {
@@ -191,7 +194,7 @@ func FuzzHeadsThroughCode(f *testing.F) {
 	m := newFakeMem()
 	m.Write(synthBase, seed)
 	for i, load := range loaders {
-		if s, err := load(m, syms, Options{Layout: synthLayout, PageSize: fuzzPage, maxEntries: fuzzMaxEntries, Code: code}); err != nil || s.Len() == 0 {
+		if s, err := load(m, syms, Options{Layout: synthLayout, Target: fuzzTarget, maxEntries: fuzzMaxEntries, Code: code}); err != nil || s.Len() == 0 {
 			f.Fatalf("seed, loader %d: %v", i, err)
 		}
 	}
@@ -203,7 +206,7 @@ func FuzzHeadsThroughCode(f *testing.F) {
 		m.Write(synthBase, data)
 		for _, load := range loaders {
 			for _, lay := range []fakeLayout{synthLayout, {}} { // with BTF, and inferring (kprobes)
-				s, err := load(m, syms, Options{Layout: lay, PageSize: fuzzPage, maxEntries: fuzzMaxEntries, Code: code})
+				s, err := load(m, syms, Options{Layout: lay, Target: fuzzTarget, maxEntries: fuzzMaxEntries, Code: code})
 				if s == nil {
 					if err == nil {
 						t.Fatal("nil set without an error")

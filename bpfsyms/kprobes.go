@@ -21,7 +21,7 @@ var kprobeCaches = []struct{ symbol, name string }{
 // "kprobes": for kprobe_insn_slots and then kprobe_optinsn_slots (absent
 // without CONFIG_OPTPROBES, and then skipped), one symbol per page in list
 // order, named by the cache's sym, type 't', module "__builtin__kprobes",
-// Options.PageSize bytes long.
+// Options.Target.PageSize bytes long.
 //
 // Without the caches in the symbol table, Options.Code finds them through
 // the code of kprobe_get_kallsym, each the struct whose sym names its

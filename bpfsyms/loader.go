@@ -2,7 +2,6 @@ package bpfsyms
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
@@ -36,19 +35,16 @@ const (
 // index of the dump, through modsyms.FromFinder).
 type Symbols func(name string) (uint64, bool)
 
-// Options tune the loaders. The zero value suits a 64-bit little-endian
-// kernel with BTF and 4 KiB pages.
+// Options tune the loaders. Target is required; the zero value of the
+// others suits a kernel with BTF.
 type Options struct {
+	// Target is the kernel's machine, all of it required (see
+	// memory.Target): its PageSize is the size of a kprobe slot page and,
+	// before v5.7, the unit of bpf_binary_header.pages.
+	Target memory.Target
 	// Layout is where struct offsets come from. Nil means the vmlinux BTF
 	// in the dump, found through __start_BTF and __stop_BTF.
 	Layout btflayout.Source
-	// ByteOrder of the target; nil means little endian.
-	ByteOrder binary.ByteOrder
-	// PointerSize of the target, 4 or 8; 0 means 8.
-	PointerSize int
-	// PageSize is the kernel's PAGE_SIZE: the size of a kprobe slot page
-	// and, before v5.7, the unit of bpf_binary_header.pages. 0 means 4096.
-	PageSize uint64
 
 	// Code, when set, finds list heads the symbol table lacks (a kernel
 	// without CONFIG_KALLSYMS_ALL) through the code that uses them; see
@@ -64,11 +60,12 @@ type loader struct {
 	kmem  memory.Reader
 	syms  Symbols
 	src   btflayout.Source
-	bo    binary.ByteOrder
-	ptr   uint64
-	page  uint64
-	next  uint64 // offsetof(struct list_head, next)
-	prev  uint64 // offsetof(struct list_head, prev)
+	t     memory.Target
+	bo    binary.ByteOrder // t's
+	ptr   uint64           // t's
+	page  uint64           // t's
+	next  uint64           // offsetof(struct list_head, next)
+	prev  uint64           // offsetof(struct list_head, prev)
 	errs  []error
 	code  *Code
 	heads []Head // where the heads came from, in the order found
@@ -80,24 +77,13 @@ type loader struct {
 }
 
 func newLoader(kmem memory.Reader, syms Symbols, opt Options) (*loader, error) {
-	ld := &loader{kmem: kmem, syms: syms, bo: opt.ByteOrder, ptr: uint64(opt.PointerSize), page: opt.PageSize, maxNodes: opt.maxEntries, code: opt.Code}
+	t := opt.Target
+	if err := t.CheckPaged(); err != nil {
+		return nil, fmt.Errorf("bpfsyms: %w", err)
+	}
+	ld := &loader{kmem: kmem, syms: syms, t: t, bo: t.ByteOrder, ptr: uint64(t.PtrSize), page: uint64(t.PageSize), maxNodes: opt.maxEntries, code: opt.Code}
 	if ld.maxNodes <= 0 {
 		ld.maxNodes = MaxEntries
-	}
-	if ld.bo == nil {
-		ld.bo = binary.LittleEndian
-	}
-	if ld.ptr == 0 {
-		ld.ptr = 8
-	}
-	if ld.ptr != 4 && ld.ptr != 8 {
-		return nil, fmt.Errorf("bpfsyms: pointer size %d: %w", ld.ptr, errors.ErrUnsupported)
-	}
-	if ld.page == 0 {
-		ld.page = 4096
-	}
-	if ld.page&(ld.page-1) != 0 || ld.page > 1<<30 {
-		return nil, fmt.Errorf("bpfsyms: page size %d: %w", ld.page, errors.ErrUnsupported)
 	}
 	ld.src = opt.Layout
 	if ld.src == nil {
@@ -173,22 +159,11 @@ func (ld *loader) uint(b []byte, f fld) uint64 {
 	if !f.ok || f.off+f.size > uint64(len(b)) || f.off+f.size < f.off {
 		return 0
 	}
-	p := b[f.off:]
-	switch f.size {
-	case 1:
-		return uint64(p[0])
-	case 2:
-		return uint64(ld.bo.Uint16(p))
-	case 4:
-		return uint64(ld.bo.Uint32(p))
-	case 8:
-		return ld.bo.Uint64(p)
-	}
-	return 0
+	return ld.t.Uint(b[f.off : f.off+f.size])
 }
 
 func (ld *loader) pointer(addr uint64) (uint64, error) {
-	return memory.Pointer(ld.kmem, ld.bo, int(ld.ptr), addr)
+	return ld.t.ReadPointer(ld.kmem, addr)
 }
 
 // read reads n bytes at addr into a buffer of its own.

@@ -20,6 +20,9 @@ import (
 // fakeMem is sparse synthetic kernel memory.
 type fakeMem = testutil.SparseMemory
 
+// le64 is the target of the synthetic kernels.
+var le64 = memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}
+
 func newFakeMem() *fakeMem { return testutil.NewSparseMemory() }
 
 // fakeLayout is a btflayout.Source over hand-written structs.
@@ -173,7 +176,7 @@ func TestBPF(t *testing.T) {
 	b.ksym(0xffffffffc1000040, 0xffffffffc1000050, []byte("bpf_trampoline_6442450944"))
 	b.ksym(0xffffffffc1001000, 0xffffffffc1001000, []byte("bpf_dispatcher_xdp")) // empty range
 	b.ksym(0xffffffffc1002000, 0xffffffffc1002010, nil)                          // empty name: not printed
-	s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+	s, err := LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"ffffffffc1000000 t bpf_prog_0123456789abcdef_one [bpf] 64",
@@ -203,7 +206,7 @@ func TestBPFHostile(t *testing.T) {
 		b.ksym(0x1000, 0x1000+MaxRange+1, []byte("huge"))
 		b.ksym(0x1000, 0x1010, long)
 		b.ksym(0x3000, 0x3010, []byte("good"))
-		s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+		s, err := LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 		require.NotNil(t, s)
 		require.ErrorIs(t, err, ErrCorrupt)
 		var ee *EntryError
@@ -218,7 +221,7 @@ func TestBPFHostile(t *testing.T) {
 		k2 := b.ksym(0x2000, 0x2010, []byte("b"))
 		// b's next points back at a, never at the head.
 		b.mem.PutU64(k2+48, k1+48)
-		s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+		s, err := LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 		var we *WalkError
 		require.ErrorAs(t, err, &we)
 		require.ErrorIs(t, err, ErrCorrupt)
@@ -229,7 +232,7 @@ func TestBPFHostile(t *testing.T) {
 		b := newKBuilder()
 		k := b.ksym(0x1000, 0x1010, []byte("a"))
 		b.mem.PutU64(k+48, k+48)
-		s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+		s, err := LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Len(t, lines(t, s), 1)
 	})
@@ -238,7 +241,7 @@ func TestBPFHostile(t *testing.T) {
 			b := newKBuilder()
 			k := b.ksym(0x1000, 0x1010, []byte("a"))
 			b.mem.PutU64(k+48, wild)
-			s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+			s, err := LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 			var we *WalkError
 			require.ErrorAs(t, err, &we)
 			assert.Equal(t, wild, we.Addr)
@@ -251,7 +254,7 @@ func TestBPFHostile(t *testing.T) {
 		})
 	}
 	t.Run("unreadable head", func(t *testing.T) {
-		s, err := LoadBPF(newFakeMem(), func(string) (uint64, bool) { return synthBase, true }, Options{Layout: synthLayout})
+		s, err := LoadBPF(newFakeMem(), func(string) (uint64, bool) { return synthBase, true }, Options{Target: le64, Layout: synthLayout})
 		assert.Nil(t, s)
 		assert.ErrorIs(t, err, memory.ErrNotSaved)
 	})
@@ -263,7 +266,7 @@ func TestMissingInfo(t *testing.T) {
 	none := func(string) (uint64, bool) { return 0, false }
 	for name, load := range map[string]func(memory.Reader, Symbols, Options) (*Set, error){"bpf": LoadBPF, "ftrace": LoadFtrace, "kprobes": LoadKprobes} {
 		t.Run(name+"/symbol", func(t *testing.T) {
-			s, err := load(b.mem, none, Options{Layout: synthLayout})
+			s, err := load(b.mem, none, Options{Target: le64, Layout: synthLayout})
 			assert.Nil(t, s)
 			assert.ErrorIs(t, err, ErrMissingInfo)
 			assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo, "one vocabulary for absence")
@@ -273,7 +276,7 @@ func TestMissingInfo(t *testing.T) {
 			b := newKBuilder()
 			b.ksym(0x1000, 0x1010, []byte("a"))
 			all := func(string) (uint64, bool) { return b.syms["bpf_kallsyms"], true }
-			s, err := load(b.mem, all, Options{Layout: fakeLayout{}})
+			s, err := load(b.mem, all, Options{Target: le64, Layout: fakeLayout{}})
 			assert.Nil(t, s)
 			assert.ErrorIs(t, err, ErrMissingInfo)
 			assert.ErrorIs(t, err, btflayout.ErrNotFound)
@@ -283,12 +286,12 @@ func TestMissingInfo(t *testing.T) {
 				t.Skip("a kprobes cache is a struct around its list: its layout is needed to find the list")
 			}
 			all := func(string) (uint64, bool) { return b.syms["bpf_kallsyms"], true }
-			s, err := load(b.mem, all, Options{Layout: fakeLayout{}})
+			s, err := load(b.mem, all, Options{Target: le64, Layout: fakeLayout{}})
 			require.NoError(t, err)
 			assert.Zero(t, s.Len())
 		})
 		t.Run(name+"/no BTF", func(t *testing.T) {
-			s, err := load(b.mem, none, Options{})
+			s, err := load(b.mem, none, Options{Target: le64})
 			assert.Nil(t, s)
 			assert.ErrorIs(t, err, btflayout.ErrNoBTF)
 		})
@@ -343,7 +346,7 @@ func TestBPFOldLayout(t *testing.T) {
 	b.oldProg(0x0123456789abcdef, "plain", 1, 0x40, "")
 	b.oldProg(0xfedcba9876543210, "aux_name", 2, 0x7c, "btf_func_name")
 	b.oldProg(0x1111111111111111, "", 1, 0x10, "")
-	s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: oldLayout})
+	s, err := LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: oldLayout})
 	require.NoError(t, err)
 	got := lines(t, s)
 	require.Len(t, got, 3)
@@ -384,7 +387,7 @@ func TestFtrace(t *testing.T) {
 	addOps(0xffffffffc3000000, 0xa6)
 	addOps(0, 0) // no trampoline: not listed
 	addOps(0xffffffffc3001000, 0xcf)
-	s, err := LoadFtrace(b.mem, b.symbols(), Options{Layout: synthLayout})
+	s, err := LoadFtrace(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		// The kernel's off-by-one: the first function twice, the last never.
@@ -403,7 +406,7 @@ func TestFtrace(t *testing.T) {
 
 	t.Run("without ftrace_mod_maps", func(t *testing.T) {
 		delete(b.syms, "ftrace_mod_maps")
-		s, err := LoadFtrace(b.mem, b.symbols(), Options{Layout: synthLayout})
+		s, err := LoadFtrace(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 		require.NoError(t, err)
 		assert.Len(t, lines(t, s), 2)
 	})
@@ -425,7 +428,7 @@ func TestKprobes(t *testing.T) {
 	}
 	addCache("kprobe_insn_slots", "kprobe_insn_page", 0xffffffffc4000000, 0xffffffffc4002000)
 	addCache("kprobe_optinsn_slots", "kprobe_optinsn_page", 0xffffffffc4004000)
-	s, err := LoadKprobes(b.mem, b.symbols(), Options{Layout: synthLayout})
+	s, err := LoadKprobes(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"ffffffffc4000000 t kprobe_insn_page [__builtin__kprobes] 4096",
@@ -436,7 +439,7 @@ func TestKprobes(t *testing.T) {
 	assert.Equal(t, "", lookup(s, 0xffffffffc4001000))
 
 	delete(b.syms, "kprobe_optinsn_slots") // CONFIG_OPTPROBES off
-	s, err = LoadKprobes(b.mem, b.symbols(), Options{Layout: synthLayout, PageSize: 16384})
+	s, err = LoadKprobes(b.mem, b.symbols(), Options{Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 16384}, Layout: synthLayout})
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"ffffffffc4000000 t kprobe_insn_page [__builtin__kprobes] 16384",
@@ -447,10 +450,15 @@ func TestKprobes(t *testing.T) {
 func TestOptions(t *testing.T) {
 	b := newKBuilder()
 	b.head("bpf_kallsyms")
-	_, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout, PointerSize: 2})
+	_, err := LoadBPF(b.mem, b.symbols(), Options{Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 2, PageSize: 4096}, Layout: synthLayout})
 	assert.True(t, errors.Is(err, errors.ErrUnsupported))
-	_, err = LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout, PageSize: 3000})
+	_, err = LoadBPF(b.mem, b.symbols(), Options{Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 3000}, Layout: synthLayout})
 	assert.True(t, errors.Is(err, errors.ErrUnsupported))
+	// No target, or no page size: an error, not a guess.
+	for _, tgt := range []memory.Target{{}, {ByteOrder: binary.LittleEndian, PtrSize: 8}} {
+		_, err = LoadBPF(b.mem, b.symbols(), Options{Target: tgt, Layout: synthLayout})
+		assert.ErrorIs(t, err, memory.ErrUnknownTarget)
+	}
 }
 
 // TestBPFDroppedPage: one entry whose page the dump's filter dropped
@@ -464,7 +472,7 @@ func TestBPFDroppedPage(t *testing.T) {
 		ks = append(ks, b.ksym(0x1000+uint64(i)*0x100, 0x1010+uint64(i)*0x100, []byte(fmt.Sprintf("prog%d", i))))
 	}
 	b.mem.Drop(ks[2], 72)
-	s, err := LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+	s, err := LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 	require.NotNil(t, s)
 	assert.Equal(t, []string{
 		"1000 t prog0 [bpf] 16", "1100 t prog1 [bpf] 16", "1300 t prog3 [bpf] 16", "1400 t prog4 [bpf] 16",
@@ -484,7 +492,7 @@ func TestBPFDroppedPage(t *testing.T) {
 	// Two dropped pages: what lies between them is lost, both ends kept,
 	// each break reported.
 	b.mem.Drop(ks[3], 72)
-	s, err = LoadBPF(b.mem, b.symbols(), Options{Layout: synthLayout})
+	s, err = LoadBPF(b.mem, b.symbols(), Options{Target: le64, Layout: synthLayout})
 	require.NotNil(t, s)
 	assert.Equal(t, []string{"1000 t prog0 [bpf] 16", "1100 t prog1 [bpf] 16", "1400 t prog4 [bpf] 16"}, lines(t, s))
 	require.ErrorAs(t, err, &we)
@@ -496,10 +504,10 @@ func TestBPFDroppedPage(t *testing.T) {
 func TestNoBPFJIT(t *testing.T) {
 	b := newKBuilder()
 	withData := func(n string) (uint64, bool) { return synthBase, n == dataWitness }
-	s, err := LoadBPF(b.mem, withData, Options{Layout: synthLayout})
+	s, err := LoadBPF(b.mem, withData, Options{Target: le64, Layout: synthLayout})
 	require.NoError(t, err)
 	require.Equal(t, 0, s.Len())
 	none := func(string) (uint64, bool) { return 0, false }
-	_, err = LoadBPF(b.mem, none, Options{Layout: synthLayout})
+	_, err = LoadBPF(b.mem, none, Options{Target: le64, Layout: synthLayout})
 	require.ErrorIs(t, err, ErrMissingInfo)
 }

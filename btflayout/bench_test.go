@@ -43,7 +43,7 @@ func openScanGuest(b *testing.B) *scanSetup {
 func (s *scanSetup) scanConfig(b *testing.B) btflayout.ModuleScanConfig {
 	in := s.d.Info()
 	arch := s.d.Arch()
-	cfg := btflayout.ModuleScanConfig{InferConfig: btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, Release: in.OSRelease()}}
+	cfg := btflayout.ModuleScanConfig{InferConfig: btflayout.InferConfig{Target: arch.Target, Release: in.OSRelease()}}
 	cfg.VmapAreaList, _ = in.Symbol("vmap_area_list")
 	cfg.VAStart, _ = in.Offset("vmap_area", "va_start")
 	cfg.VAList, _ = in.Offset("vmap_area", "list")
@@ -183,7 +183,7 @@ func BenchmarkModuleScanS390X(b *testing.B) {
 		syms := modsyms.FromFinder(res.Finder())
 		stext, _ := syms("_stext")
 		arch := d.Arch()
-		cfg := btflayout.ModuleScanConfig{InferConfig: btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, Release: d.Info().OSRelease()}}
+		cfg := btflayout.ModuleScanConfig{InferConfig: btflayout.InferConfig{Target: arch.Target, Release: d.Info().OSRelease()}}
 		cfg.Ranges = [][2]uint64{{stext - 2<<30, stext + 2<<30}}
 		tr, err := d.Translator()
 		if err != nil {

@@ -38,7 +38,7 @@ func TestCorpusModuleScan(t *testing.T) {
 				stext, _ := syms("_stext")
 				arch := d.Arch()
 				in := d.Info()
-				base := btflayout.ModuleScanConfig{InferConfig: btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, Release: in.OSRelease()}}
+				base := btflayout.ModuleScanConfig{InferConfig: btflayout.InferConfig{Target: arch.Target, Release: in.OSRelease()}}
 				hi := stext + 2<<30
 				if hi < stext { // riscv64: the image is in the top 2 GiB
 					hi = ^uint64(0)

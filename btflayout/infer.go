@@ -56,9 +56,9 @@ import (
 
 // InferConfig says what Infer may rely on besides kernel memory.
 type InferConfig struct {
-	ByteOrder binary.ByteOrder
-	// PtrSize is 4 or 8.
-	PtrSize int
+	// Target is the kernel's machine: its ByteOrder and PtrSize are
+	// required (see memory.Target).
+	Target memory.Target
 	// Release is the kernel release (VMCOREINFO's OSRELEASE): it picks the
 	// generation of struct module's memory fields.
 	Release string
@@ -130,8 +130,9 @@ func (in *Inferred) Want() Want {
 // infer carries the state of one Infer.
 type infer struct {
 	kmem    memory.Reader
-	bo      binary.ByteOrder
-	p       uint64
+	t       memory.Target
+	bo      binary.ByteOrder // t's
+	p       uint64           // t's pointer size
 	gen     memGen
 	typetab bool
 	// typeInSize: v5.0–v5.1 kept the type letter in st_size, not st_info.
@@ -203,17 +204,19 @@ func parseRelease(rel string) (int, int, bool) {
 // candidate satisfies are errors wrapping ErrCorrupt or ErrNotFound
 // (errors.ErrUnsupported for the generation); a broken list, a randomized
 // struct and an ambiguous offset are an *InferError saying which. Memory
-// faults wrap the reader's error.
+// faults wrap the reader's error; an incomplete cfg.Target is an error
+// wrapping memory.ErrUnknownTarget.
 func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
-	if cfg.ByteOrder == nil || (cfg.PtrSize != 4 && cfg.PtrSize != 8) {
-		return nil, fmt.Errorf("btflayout: inferring layouts: byte order %v, pointer size %d: %w", cfg.ByteOrder, cfg.PtrSize, errors.ErrUnsupported)
+	if err := cfg.Target.Check(); err != nil {
+		return nil, fmt.Errorf("btflayout: inferring layouts: %w", err)
 	}
 	maj, minor, ok := parseRelease(cfg.Release)
 	if !ok {
 		return nil, fmt.Errorf("btflayout: inferring layouts: kernel release %q unknown: %w", cfg.Release, ErrNotFound)
 	}
 	v := maj*1000 + minor
-	x := &infer{kmem: kmem, bo: cfg.ByteOrder, p: uint64(cfg.PtrSize), typetab: v >= 5002, typeInSize: v >= 5000 && v < 5002}
+	x := newInfer(kmem, cfg.Target)
+	x.typetab, x.typeInSize = v >= 5002, v >= 5000 && v < 5002
 	switch {
 	case v >= 6004:
 		x.gen = genMem
@@ -423,18 +426,20 @@ func (x *infer) walk(head uint64) ([]uint64, error) {
 	return nodes, nil
 }
 
+// newInfer starts an inference over kmem for t, which has passed Check.
+func newInfer(kmem memory.Reader, t memory.Target) *infer {
+	return &infer{kmem: kmem, t: t, bo: t.ByteOrder, p: uint64(t.PtrSize)}
+}
+
 func (x *infer) ptr(addr uint64) (uint64, error) {
-	return memory.Pointer(x.kmem, x.bo, int(x.p), addr)
+	return x.t.ReadPointer(x.kmem, addr)
 }
 
 func (x *infer) word(b []byte, off uint64) uint64 {
 	if off+x.p > uint64(len(b)) {
 		return 0
 	}
-	if x.p == 4 {
-		return uint64(x.bo.Uint32(b[off:]))
-	}
-	return x.bo.Uint64(b[off:])
+	return x.t.Pointer(b[off:])
 }
 
 func (x *infer) u32(b []byte, off uint64) uint64 {

@@ -65,13 +65,13 @@ const (
 //
 // A broken or looped vmap_area_list, no candidate, and candidates that all
 // fail are errors wrapping ErrNotFound or ErrCorrupt, naming what was
-// tried.
+// tried; an incomplete cfg.Target is one wrapping memory.ErrUnknownTarget.
 func FindModuleList(kmem memory.Reader, cfg ModuleScanConfig) (uint64, *Inferred, error) {
-	p := uint64(cfg.PtrSize)
-	if p != 4 && p != 8 || cfg.ByteOrder == nil {
-		return 0, nil, fmt.Errorf("btflayout: module list scan: pointer size %d: %w", p, ErrNotFound)
+	if err := cfg.Target.Check(); err != nil {
+		return 0, nil, fmt.Errorf("btflayout: module list scan: %w", err)
 	}
-	x := &infer{kmem: kmem, bo: cfg.ByteOrder, p: p}
+	x := newInfer(kmem, cfg.Target)
+	p := x.p
 	var areas [][2]uint64
 	var err error
 	switch {

@@ -260,7 +260,7 @@ func (s synth) config(k *synthKernel) InferConfig {
 	case genFields:
 		rel = "4.4.0"
 	}
-	return InferConfig{ByteOrder: s.bo, PtrSize: int(s.p), Release: rel, Head: k.head}
+	return InferConfig{Target: memory.Target{ByteOrder: s.bo, PtrSize: int(s.p)}, Release: rel, Head: k.head}
 }
 
 var synthCases = []synth{
@@ -467,6 +467,13 @@ func TestFindModuleListHostile(t *testing.T) {
 	bad.Ranges = [][2]uint64{{1, 2}}
 	_, _, err := FindModuleList(k.mem, bad)
 	assert.ErrorIs(t, err, ErrNotFound)
+	// No target: an error, not a guess, for the scan and for Infer.
+	bad = cfg
+	bad.Target = memory.Target{}
+	_, _, err = FindModuleList(k.mem, bad)
+	assert.ErrorIs(t, err, memory.ErrUnknownTarget)
+	_, err = Infer(k.mem, bad.InferConfig)
+	assert.ErrorIs(t, err, memory.ErrUnknownTarget)
 	// No vmap_area_list.
 	bad = cfg
 	bad.VmapAreaList = 0

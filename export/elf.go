@@ -10,15 +10,28 @@ import (
 	"io"
 	"slices"
 
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-// Target is the ELF flavour of the files: the kernel's byte order, word
-// size and machine.
+// Target is the ELF flavour of the files: the kernel's machine, whose
+// byte order and pointer size (which makes the class, see Class) are
+// required, and its e_machine.
 type Target struct {
-	ByteOrder binary.ByteOrder
-	Class     elf.Class // elf.ELFCLASS64 or elf.ELFCLASS32
-	Machine   elf.Machine
+	memory.Target
+	Machine elf.Machine
+}
+
+// Class is the ELF class of t's pointer size: ELFCLASS64 for 8 bytes,
+// ELFCLASS32 for 4, ELFCLASSNONE for any other.
+func (t Target) Class() elf.Class {
+	switch t.PtrSize {
+	case 8:
+		return elf.ELFCLASS64
+	case 4:
+		return elf.ELFCLASS32
+	}
+	return elf.ELFCLASSNONE
 }
 
 // Section is one section of a symbol file: Size bytes at Base, code when
@@ -46,7 +59,9 @@ var ErrTooMany = errors.New("export: too many sections")
 
 // WriteELF writes an ELF symbol file of syms to w. With sections nil the
 // sections are derived from the symbols (DeriveSections); else they must
-// not overlap. A 32-bit Target refuses addresses or sizes above 2^32-1.
+// not overlap. A 32-bit Target refuses addresses or sizes above 2^32-1;
+// one without its byte order or pointer size is an error wrapping
+// memory.ErrUnknownTarget.
 func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section) error {
 	if sections == nil {
 		sections = DeriveSections(syms)
@@ -54,10 +69,10 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 	if len(sections) > maxSections {
 		return fmt.Errorf("%w: %d", ErrTooMany, len(sections))
 	}
-	is64 := t.Class == elf.ELFCLASS64
-	if !is64 && t.Class != elf.ELFCLASS32 {
-		return fmt.Errorf("export: ELF class %v", t.Class)
+	if err := t.Target.Check(); err != nil {
+		return fmt.Errorf("export: ELF: %w", err)
 	}
+	is64 := t.PtrSize == 8
 	secs := slices.Clone(sections)
 	slices.SortStableFunc(secs, func(a, b Section) int { return cmp.Compare(a.Base, b.Base) })
 	for i := 1; i < len(secs); i++ {
@@ -179,7 +194,7 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 	// ELF header.
 	eh := make([]byte, ehsize)
 	copy(eh, elf.ELFMAG)
-	eh[elf.EI_CLASS] = byte(t.Class)
+	eh[elf.EI_CLASS] = byte(t.Class())
 	eh[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
 	if bo == binary.ByteOrder(binary.BigEndian) {
 		eh[elf.EI_DATA] = byte(elf.ELFDATA2MSB)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
@@ -48,9 +49,9 @@ func TestWriteELF(t *testing.T) {
 		t    Target
 		syms []symfinder.Symbol
 	}{
-		{"x86_64", Target{binary.LittleEndian, elf.ELFCLASS64, elf.EM_X86_64}, testSyms},
-		{"s390x", Target{binary.BigEndian, elf.ELFCLASS64, elf.EM_S390}, testSyms},
-		{"i386", Target{binary.LittleEndian, elf.ELFCLASS32, elf.EM_386}, []symfinder.Symbol{
+		{"x86_64", Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, elf.EM_X86_64}, testSyms},
+		{"s390x", Target{memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, elf.EM_S390}, testSyms},
+		{"i386", Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, elf.EM_386}, []symfinder.Symbol{
 			sym("_stext", 0xc1000000, 0x10, 'T'), sym("local_fn", 0xc1000010, 0x30, 't'), sym("jiffies", 0xc2000000, 4, 'D'),
 		}},
 	} {
@@ -59,7 +60,7 @@ func TestWriteELF(t *testing.T) {
 			require.NoError(t, WriteELF(&b, tc.t, tc.syms, nil))
 			f, err := elf.NewFile(bytes.NewReader(b.Bytes()))
 			require.NoError(t, err)
-			assert.Equal(t, tc.t.Class, f.Class)
+			assert.Equal(t, tc.t.Class(), f.Class)
 			assert.Equal(t, tc.t.Machine, f.Machine)
 			assert.Equal(t, tc.t.ByteOrder, f.ByteOrder)
 			assert.Equal(t, elf.ET_EXEC, f.Type)
@@ -109,11 +110,11 @@ func TestWriteELF(t *testing.T) {
 
 func TestWriteELFErrors(t *testing.T) {
 	var b bytes.Buffer
-	t32 := Target{binary.LittleEndian, elf.ELFCLASS32, elf.EM_386}
+	t32 := Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, elf.EM_386}
 	assert.ErrorContains(t, WriteELF(&b, t32, testSyms, nil), "does not fit a 32-bit ELF file")
-	t64 := Target{binary.LittleEndian, elf.ELFCLASS64, elf.EM_X86_64}
+	t64 := Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, elf.EM_X86_64}
 	assert.ErrorContains(t, WriteELF(&b, t64, nil, []Section{{Name: "a", Base: 0x1000, Size: 0x2000}, {Name: "b", Base: 0x2000, Size: 0x10}}), "overlaps")
-	assert.ErrorContains(t, WriteELF(&b, Target{binary.LittleEndian, elf.ELFCLASSNONE, 0}, nil, nil), "class")
+	assert.ErrorIs(t, WriteELF(&b, Target{memory.Target{ByteOrder: binary.LittleEndian}, 0}, nil, nil), memory.ErrUnknownTarget)
 }
 
 func TestModuleSections(t *testing.T) {
@@ -135,7 +136,7 @@ func TestModuleSections(t *testing.T) {
 
 func TestWriteDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	t64 := Target{binary.LittleEndian, elf.ELFCLASS64, elf.EM_X86_64}
+	t64 := Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, elf.EM_X86_64}
 	mods := []Module{
 		{Name: "xfs", Sections: []Section{{Name: ".text", Base: 0xffffffffc0000000, Size: 0x1000, Exec: true}},
 			Symbols: []symfinder.Symbol{sym("xfs_fn", 0xffffffffc0000010, 0x20, 't'), sym("outside", 0xffffffffc0100000, 8, 'd')}},

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -41,12 +42,12 @@ func FuzzWriteELF(f *testing.F) {
 			})
 			data = data[17:]
 		}
-		tg := Target{binary.LittleEndian, elf.ELFCLASS64, elf.EM_X86_64}
+		tg := Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, elf.EM_X86_64}
 		if mode&1 != 0 {
 			tg.ByteOrder = binary.BigEndian
 		}
 		if mode&2 != 0 {
-			tg.Class = elf.ELFCLASS32
+			tg.PtrSize = 4
 		}
 		var b bytes.Buffer
 		if err := WriteELF(&b, tg, syms, nil); err != nil {
@@ -91,10 +92,10 @@ func FuzzWriteISF(f *testing.F) {
 		if err != nil {
 			return
 		}
-		in := &ISF{Producer: "p", Version: "1.0.0", Spec: spec, ByteOrder: binary.LittleEndian, PtrSize: 8,
+		in := &ISF{Producer: "p", Version: "1.0.0", Spec: spec, Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8},
 			Banner: []byte("Linux version x\n\x00"), Symbols: testSyms}
 		if big {
-			in.ByteOrder, in.PtrSize = binary.BigEndian, 4
+			in.Target = memory.Target{ByteOrder: binary.BigEndian, PtrSize: 4}
 		}
 		var b bytes.Buffer
 		if _, err := WriteISF(&b, in); err != nil {

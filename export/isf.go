@@ -14,6 +14,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -31,9 +32,9 @@ type ISF struct {
 	// Spec is the kernel's BTF: every struct, union, enum, typedef and
 	// base type of the file comes from it.
 	Spec *btf.Spec
-	// ByteOrder and PtrSize are the kernel's.
-	ByteOrder binary.ByteOrder
-	PtrSize   int
+	// Target is the kernel's machine: its ByteOrder and PtrSize are
+	// required (see memory.Target).
+	Target memory.Target
 	// CharSigned says whether plain char is signed (x86 before 6.2: BTF
 	// does not record it).
 	CharSigned bool
@@ -188,8 +189,8 @@ func WriteISF(w io.Writer, in *ISF) (ISFStats, error) {
 	if in.Spec == nil {
 		return ISFStats{}, errors.New("export: ISF: no BTF")
 	}
-	if in.PtrSize != 4 && in.PtrSize != 8 {
-		return ISFStats{}, fmt.Errorf("export: ISF: pointer size %d", in.PtrSize)
+	if err := in.Target.Check(); err != nil {
+		return ISFStats{}, fmt.Errorf("export: ISF: %w", err)
 	}
 	x := &isf{
 		in: in, names: map[btf.Type]string{}, tdNames: map[*btf.Typedef]string{},
@@ -323,7 +324,7 @@ func (x *isf) collect() error {
 		}
 	}
 	x.bases["void"] = isfBase{kind: "void"}
-	x.bases["pointer"] = isfBase{size: uint32(x.in.PtrSize), kind: "int"}
+	x.bases["pointer"] = isfBase{size: uint32(x.in.Target.PtrSize), kind: "int"}
 	return nil
 }
 
@@ -493,7 +494,7 @@ func (x *isf) bitfield(b []byte, m btf.Member) ([]byte, uint64, bool) {
 			return b, 0, false
 		}
 	}
-	if x.in.ByteOrder == binary.BigEndian {
+	if x.in.Target.ByteOrder == binary.BigEndian {
 		pos = 8*size - pos - n
 	}
 	b = append(b, `{"bit_length":`...)
@@ -706,7 +707,7 @@ func (x *isf) write(w *bufio.Writer) (ISFStats, error) {
 		}
 		b = appendString(b, name)
 		b = append(b, `:{"endian":"`...)
-		if x.in.ByteOrder == binary.BigEndian {
+		if x.in.Target.ByteOrder == binary.BigEndian {
 			b = append(b, "big"...)
 		} else {
 			b = append(b, "little"...)

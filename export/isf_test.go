@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -63,7 +64,7 @@ func writeTestISF(t *testing.T, bo binary.ByteOrder) (map[string]any, ISFStats) 
 	t.Helper()
 	in := &ISF{
 		Producer: "kdump-syms", Version: ISFVersion("v1.2.3-0.2026"), Spec: isfSpec(t),
-		ByteOrder: bo, PtrSize: 8, KASLROffset: 0x9000000,
+		Target: memory.Target{ByteOrder: bo, PtrSize: 8}, KASLROffset: 0x9000000,
 		Banner: []byte("Linux version 6.12.0 (x) #1\n\x00"),
 		Symbols: []symfinder.Symbol{
 			sym("fixed_percpu_data", 0, 0, 'A'),
@@ -175,8 +176,11 @@ func TestISFVersion(t *testing.T) {
 }
 
 func TestWriteISFErrors(t *testing.T) {
-	_, err := WriteISF(&bytes.Buffer{}, &ISF{PtrSize: 8})
+	le := binary.LittleEndian
+	_, err := WriteISF(&bytes.Buffer{}, &ISF{Target: memory.Target{ByteOrder: le, PtrSize: 8}})
 	assert.ErrorContains(t, err, "no BTF")
-	_, err = WriteISF(&bytes.Buffer{}, &ISF{Spec: isfSpec(t), PtrSize: 3})
+	_, err = WriteISF(&bytes.Buffer{}, &ISF{Spec: isfSpec(t), Target: memory.Target{ByteOrder: le, PtrSize: 3}})
 	assert.ErrorContains(t, err, "pointer size 3")
+	_, err = WriteISF(&bytes.Buffer{}, &ISF{Spec: isfSpec(t)})
+	assert.ErrorIs(t, err, memory.ErrUnknownTarget)
 }

@@ -106,14 +106,16 @@ func (s *Selection) Pages() []uint64 {
 	return slices.Sorted(maps.Keys(s.seen))
 }
 
-// Record opens the dump in paths with opt, decodes everything (the kernel
-// address space, kallsyms, BTF and modules, then every finder's All), and
-// returns the pages each stage read. Stages that fail are reported in
-// their Consumer's Err and the others still run, except that a failure
-// caused by corrupt data (memory.ErrCorrupt) is returned as the error:
-// an extract must not silently lose what a reader of the full dump would
-// report. Errors of opening the dump are those of kdumpsyms.Open, which
-// name the file.
+// Record opens the dump in paths with opt, decodes everything (the
+// session's Stages: the kernel address space, kallsyms, BTF and modules,
+// then every finder's All; then the kernel log, each CPU's stack and the
+// page tables that map the module symbols), and returns the pages each
+// stage read. Stages that fail are reported in their Consumer's Err and
+// the others still run, except that a failure caused by corrupt data
+// (memory.ErrCorrupt) in one of the session's stages is returned as the
+// error: an extract must not silently lose what a reader of the full dump
+// would report. Errors of opening the dump are those of kdumpsyms.Open,
+// which name the file.
 func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	var rec *memory.Recorder
 	opt.Dump.WrapPhysical = func(r memory.Reader) memory.Reader {
@@ -168,38 +170,24 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 		sess.Close()
 		return nil, err
 	}
-	if err := stage("translation", func() error { _, err := sess.Kernel(); return err }); err != nil {
-		return fail(err)
-	}
-	if err := stage("kallsyms", func() error { _, err := sess.Kallsyms(); return err }); err != nil {
-		return fail(err)
-	}
-	if k, err := sess.Kallsyms(); err == nil && k.Layout.Source == "scan" {
-		sel.trimScan(&k.Layout, opt.Kallsyms)
-	}
-	if k, err := sess.Kallsyms(); err == nil {
-		sel.keepTables(&k.Layout)
-	}
-	sel.keepNote(opt.Dump.ScanLimit)
-	if err := stage("modules", func() error { _, err := sess.Modules(); return err }); err != nil {
-		return fail(err)
-	}
-	sel.splitBTF()
-	var syms []uint64
-	if err := stage("finders", func() error {
-		var errs []error
-		for sym, err := range sess.Chain().All() {
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if sym.Module != "" {
-				syms = append(syms, sym.Addr)
-			}
+	// The session's own stages, in its order, with what the extract
+	// adds after two of them.
+	for _, st := range sess.Stages() {
+		if err := stage(st.Name, st.Run); err != nil {
+			return fail(err)
 		}
-		return errors.Join(errs...)
-	}); err != nil {
-		return fail(err)
+		switch st.Name {
+		case kdumpsyms.StageKallsyms:
+			if k, err := sess.Kallsyms(); err == nil && k.Layout.Source == "scan" {
+				sel.trimScan(&k.Layout, opt.Kallsyms)
+			}
+			if k, err := sess.Kallsyms(); err == nil {
+				sel.keepTables(&k.Layout)
+			}
+			sel.keepNote(opt.Dump.ScanLimit)
+		case kdumpsyms.StageModules:
+			sel.splitBTF()
+		}
 	}
 	// The kernel log, so that dmesg reads from the extract what it reads
 	// from the original.
@@ -224,9 +212,13 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	// that the extract translates each symbol's address as the original
 	// does (vmlinux symbols are in the kernel-text map, which needs none).
 	stage("page tables", func() error {
-		if t, err := d.Translator(); err == nil {
-			for _, a := range syms {
-				t.Translate(a)
+		t, err := d.Translator()
+		if err != nil {
+			return nil
+		}
+		for sym, err := range sess.Chain().All() {
+			if err == nil && sym.Module != "" {
+				t.Translate(sym.Addr)
 			}
 		}
 		return nil
@@ -376,7 +368,7 @@ func (s *Selection) noteBySymbol(hdr int) (uint64, bool) {
 	if isNote(sym.Addr) {
 		return sym.Addr, true
 	}
-	p, err := memory.Pointer(kmem, arch.ByteOrder, arch.PtrSize, sym.Addr)
+	p, err := arch.ReadPointer(kmem, sym.Addr)
 	if err != nil || !isNote(p) {
 		return 0, false
 	}

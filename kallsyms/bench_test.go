@@ -184,7 +184,7 @@ func newCorpusBench(g *testutil.CorpusGuest, f testutil.DumpFormat) (*corpusBenc
 	if err != nil {
 		return nil, err
 	}
-	opt := Options{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize}
+	opt := Options{Target: memory.Target{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize}}
 	rec := memory.NewRecorder(k, 12)
 	if _, err := Load(rec, d.Info(), opt); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
@@ -44,7 +45,7 @@ func TestCorpus(t *testing.T) {
 					k, err := d.Kernel()
 					require.NoError(t, err)
 					info := d.Info()
-					opt := Options{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize}
+					opt := Options{Target: memory.Target{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize}}
 					var whole *Result
 					for _, mode := range []string{"vmcoreinfo", "scan"} {
 						o := opt
@@ -146,7 +147,7 @@ func TestTokenPaths(t *testing.T) {
 			defer d.Close()
 			k, err := d.Kernel()
 			require.NoError(t, err)
-			res, err := Load(k, d.Info(), Options{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize, Lazy: true})
+			res, err := Load(k, d.Info(), Options{Target: memory.Target{ByteOrder: d.Arch().ByteOrder, PtrSize: d.Arch().PtrSize}, Lazy: true})
 			require.NoError(t, err)
 			tb := res.Lazy.t
 			require.Positive(t, tb.tok.room, "the fast path is off for this token table")

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
 // Encoding is how the address table stores symbol addresses
@@ -64,12 +66,13 @@ type Layout struct {
 	Source  string
 	ScanHit uint64
 
-	ByteOrder binary.ByteOrder
-	PtrSize   int  // 4 or 8
-	Align     int  // label alignment: pointer size before v7.0, 4 from v7.0
-	NumSyms   int  // symbols in the tables
-	BigNames  bool // two-byte length prefixes (v6.1+) were used to walk names
-	Encoding  Encoding
+	// Target holds the byte order and pointer size the tables were
+	// decoded with (its PageSize is 0).
+	memory.Target
+	Align    int  // label alignment: pointer size before v7.0, 4 from v7.0
+	NumSyms  int  // symbols in the tables
+	BigNames bool // two-byte length prefixes (v6.1+) were used to walk names
+	Encoding Encoding
 	// RelativeBase is the value of kallsyms_relative_base where the
 	// encoding uses one.
 	RelativeBase uint64

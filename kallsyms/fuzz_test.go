@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -61,7 +62,7 @@ func FuzzDecode(f *testing.F) {
 		if scanIt {
 			info = w.s.infoBare
 		}
-		return Load(m, info, Options{ByteOrder: w.s.g.bo, PtrSize: w.s.g.ptr, Lazy: lazy, ImageEnd: w.s.mem.base + uint64(len(m.data))})
+		return Load(m, info, Options{Target: memory.Target{ByteOrder: w.s.g.bo, PtrSize: w.s.g.ptr}, Lazy: lazy, ImageEnd: w.s.mem.base + uint64(len(m.data))})
 	}
 	for i, w := range ws {
 		for _, scanIt := range []bool{false, true} {

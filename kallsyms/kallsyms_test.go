@@ -34,7 +34,7 @@ func collect(t testing.TB, f symfinder.Finder, q symfinder.Query) []symfinder.Sy
 	return out
 }
 
-func optsFor(g gen) Options { return Options{ByteOrder: g.bo, PtrSize: g.ptr} }
+func optsFor(g gen) Options { return Options{Target: memory.Target{ByteOrder: g.bo, PtrSize: g.ptr}} }
 
 func TestLoadGenerations(t *testing.T) {
 	for _, g := range gens {
@@ -50,11 +50,11 @@ func TestLoadGenerations(t *testing.T) {
 				{"vmcoreinfo", s.info, optsFor(g), "vmcoreinfo"},
 				{"vmcoreinfo-autodetect", s.info, Options{}, "vmcoreinfo"},
 				{"scan", s.infoBare, optsFor(g), "scan"},
-				{"scan-autodetect", s.infoBare, Options{PtrSize: g.ptr}, "scan"},
+				{"scan-autodetect", s.infoBare, Options{Target: memory.Target{PtrSize: g.ptr}}, "scan"},
 			} {
 				t.Run(mode.name, func(t *testing.T) {
 					if mode.name == "vmcoreinfo-autodetect" && g.ptr == 4 {
-						mode.opt.PtrSize = 4 // VMCOREINFO of i386 names no architecture; _stext decides
+						mode.opt.Target.PtrSize = 4 // VMCOREINFO of i386 names no architecture; _stext decides
 					}
 					res, err := Load(s.mem, mode.info, mode.opt)
 					require.NoError(t, err)
@@ -180,6 +180,12 @@ func TestErrors(t *testing.T) {
 		_, err := Load(s.mem, s.infoBare, Options{NoScan: true})
 		require.ErrorIs(t, err, ErrMissingInfo)
 		require.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
+	})
+	t.Run("target no kernel has", func(t *testing.T) {
+		for _, tgt := range []memory.Target{{PtrSize: 2}, {PageSize: 3000}} {
+			_, err := Load(s.mem, s.info, Options{Target: tgt})
+			require.ErrorIs(t, err, errors.ErrUnsupported)
+		}
 	})
 	t.Run("huge num_syms", func(t *testing.T) {
 		m := &memMap{base: s.mem.base, data: append([]byte(nil), s.mem.data...)}

@@ -69,6 +69,9 @@ func Load(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*Result, erro
 
 // open locates the tables and chooses the address encoding.
 func open(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*tables, error) {
+	if err := checkKnown(opt.Target); err != nil {
+		return nil, fmt.Errorf("kallsyms: %w", err)
+	}
 	c := newConfig(info, opt)
 	var l *located
 	var err error
@@ -200,7 +203,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		}
 		var base uint64
 		if c.relBase != 0 {
-			if base, err = memory.Pointer(t.r, t.bo, t.lay.PtrSize, c.relBase); err != nil {
+			if base, err = t.lay.ReadPointer(t.r, c.relBase); err != nil {
 				errs = append(errs, fmt.Errorf("kallsyms: relative_base at %#x: %w", c.relBase, err))
 				continue
 			}

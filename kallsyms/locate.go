@@ -21,7 +21,8 @@ type config struct {
 }
 
 func newConfig(info *vmcoreinfo.Info, opt Options) config {
-	c := config{bo: opt.ByteOrder, ptr: opt.PtrSize, page: uint64(opt.PageSize), info: info}
+	t := opt.Target
+	c := config{bo: t.ByteOrder, ptr: t.PtrSize, page: uint64(t.PageSize), info: info}
 	arch := ""
 	if info != nil {
 		arch = info.Arch()
@@ -300,7 +301,7 @@ func fromAddrs(r memory.Reader, c config, a TableAddrs, src string) (*located, e
 					}
 					t := &tables{r: r, bo: bo, tok: tok, n: n, big: big, markers: mk, namesLen: namesLen}
 					t.lay = Layout{
-						Source: src, ByteOrder: bo, PtrSize: c.ptr, Align: int(algn), NumSyms: n, BigNames: big,
+						Source: src, Target: memory.Target{ByteOrder: bo, PtrSize: c.ptr}, Align: int(algn), NumSyms: n, BigNames: big,
 						NumSymsTable: Region{na, 4},
 						Names:        Region{a.Names, uint64(namesLen)},
 						Markers:      Region{mc.ms, uint64(msz * len(mk))}, MarkerSize: msz,

@@ -1,20 +1,24 @@
 package kallsyms
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// Options tune Load. The zero value takes everything from VMCOREINFO.
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
+// Options tune Load. The zero value takes everything from the dump.
 type Options struct {
-	// ByteOrder is the kernel's byte order. nil: big-endian when VMCOREINFO
-	// names s390x, otherwise decided by which order makes token_index
-	// valid.
-	ByteOrder binary.ByteOrder
-	// PtrSize is the kernel's pointer size, 4 or 8. 0: 8 when VMCOREINFO
-	// names a 64-bit architecture or SYMBOL(_stext) lies above 4 GiB,
-	// otherwise 4.
-	PtrSize int
-	// PageSize is the granule a scan skips by when memory is missing. 0:
-	// VMCOREINFO's PAGESIZE, else 4096.
-	PageSize int
+	// Target is the kernel's machine. Unlike the other decoders, Load
+	// finds what Target leaves unknown (zero) in the dump itself:
+	//   - ByteOrder: big-endian when VMCOREINFO names s390x, otherwise
+	//     the order that makes token_index valid;
+	//   - PtrSize: 8 when VMCOREINFO names a 64-bit architecture or
+	//     SYMBOL(_stext) lies above 4 GiB, otherwise 4;
+	//   - PageSize, the granule a scan skips by when memory is missing:
+	//     VMCOREINFO's PAGESIZE, else 4096.
+	// A field that is set but that no kernel has (a pointer size of 2) is
+	// an error wrapping errors.ErrUnsupported.
+	Target memory.Target
 
 	// Tables overrides table addresses (runtime virtual addresses). When
 	// Names, TokenTable and TokenIndex are set they are used instead of
@@ -38,4 +42,16 @@ type Options struct {
 type TableAddrs struct {
 	NumSyms, Names, Markers, TokenTable, TokenIndex uint64
 	Offsets, RelativeBase, Addresses, SeqsOfNames   uint64
+}
+
+// checkKnown checks the fields of t that are set (Load finds the others):
+// Check, with the unknown ones given values that pass it.
+func checkKnown(t memory.Target) error {
+	if t.ByteOrder == nil {
+		t.ByteOrder = binary.LittleEndian
+	}
+	if t.PtrSize == 0 {
+		t.PtrSize = 8
+	}
+	return t.Check()
 }

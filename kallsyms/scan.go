@@ -434,7 +434,7 @@ func namesBefore(r memory.Reader, c config, ms uint64, m, msz int, algn uint64, 
 		}
 		t := &tables{r: r, bo: c.bo, n: int(n), big: big, markers: mk, namesLen: endOff, whole: names[:endOff]}
 		t.lay = Layout{
-			ByteOrder: c.bo, PtrSize: c.ptr, Align: int(algn), NumSyms: int(n), BigNames: big,
+			Target: memory.Target{ByteOrder: c.bo, PtrSize: c.ptr}, Align: int(algn), NumSyms: int(n), BigNames: big,
 			NumSymsTable: Region{S - numAt, uint64(msz)},
 			Names:        Region{S, uint64(endOff)},
 			Markers:      Region{ms, uint64(msz * m)}, MarkerSize: msz,

@@ -1,6 +1,8 @@
 // Package memory defines how every part of kdump-syms reads memory: the
 // [Reader] interface over uint64 addresses, the [FaultError] that names the
-// address a read failed at, and small helpers shared by the decoders.
+// address a read failed at, the [Target] that describes the machine a
+// dump holds (byte order, pointer size, page size), and small helpers
+// shared by the decoders.
 //
 // Kernel virtual addresses on 64-bit machines lie above math.MaxInt64, so
 // io.ReaderAt (whose offsets are int64) cannot describe them; [Reader] has

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -103,18 +102,6 @@ func Uint32(r Reader, bo binary.ByteOrder, addr uint64) (uint32, error) {
 		return 0, err
 	}
 	return bo.Uint32(b[:]), nil
-}
-
-// Pointer reads a pointer of ptrSize bytes (4 or 8) at addr.
-func Pointer(r Reader, bo binary.ByteOrder, ptrSize int, addr uint64) (uint64, error) {
-	switch ptrSize {
-	case 8:
-		return Uint64(r, bo, addr)
-	case 4:
-		v, err := Uint32(r, bo, addr)
-		return uint64(v), err
-	}
-	return 0, fmt.Errorf("memory: pointer size %d: %w", ptrSize, errors.ErrUnsupported)
 }
 
 // CString reads a NUL-terminated string of at most max bytes (the NUL not

@@ -32,10 +32,10 @@ func TestReadHelpers(t *testing.T) {
 	v32, err := Uint32(m, binary.BigEndian, 0x1000)
 	require.NoError(t, err)
 	assert.EqualValues(t, 0x01000000, v32)
-	p, err := Pointer(m, binary.LittleEndian, 4, 0x1004)
+	p, err := Target{ByteOrder: binary.LittleEndian, PtrSize: 4}.ReadPointer(m, 0x1004)
 	require.NoError(t, err)
 	assert.EqualValues(t, 0x80000000, p)
-	_, err = Pointer(m, binary.LittleEndian, 2, 0x1000)
+	_, err = Target{ByteOrder: binary.LittleEndian, PtrSize: 2}.ReadPointer(m, 0x1000)
 	assert.ErrorIs(t, err, errors.ErrUnsupported)
 
 	s, err := CString(m, 0x1008, 10)

@@ -37,7 +37,7 @@ func BenchmarkCorpusLoad(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				set, err := Load(k, syms, Options{Layout: src})
+				set, err := Load(k, syms, Options{Target: d.Arch().Target, Layout: src})
 				if err != nil || len(set.Modules()) == 0 {
 					b.Fatal(err)
 				}

@@ -91,7 +91,7 @@ func TestCorpus(t *testing.T) {
 							_, ok := dec(n)
 							assert.False(t, ok, n)
 						}
-						_, err = Load(k, dec, Options{})
+						_, err = Load(k, dec, Options{Target: d.Arch().Target})
 						var mse *vmcoreinfo.MissingSymbolError
 						require.ErrorAs(t, err, &mse)
 						assert.Contains(t, mse.Symbols, testutil.MissingSymbol)
@@ -109,7 +109,7 @@ func TestCorpus(t *testing.T) {
 					} else {
 						t.Logf("kallsyms.Load: %v; using the captured /proc/kallsyms for vmlinux addresses", err)
 					}
-					set, err := Load(k, use, Options{})
+					set, err := Load(k, use, Options{Target: d.Arch().Target})
 					require.NoError(t, err)
 
 					got := moduleLines(t, set)

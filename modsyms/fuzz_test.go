@@ -44,7 +44,7 @@ func FuzzWalk(f *testing.F) {
 		f.Fatal(err)
 	}
 	// The world must walk cleanly, or the fuzzer starts from nothing.
-	if set, err := Load(b.mem, b.syms(), Options{Layout: b.lay}); err != nil || len(set.Modules()) != 2 {
+	if set, err := Load(b.mem, b.syms(), Options{Target: le64, Layout: b.lay}); err != nil || len(set.Modules()) != 2 {
 		f.Fatalf("world: %v", err)
 	}
 	f.Add(false, []byte(nil))
@@ -63,7 +63,7 @@ func FuzzWalk(f *testing.F) {
 		}
 		m := newFakeMem()
 		m.Write(fuzzBase, mem)
-		set, err := Load(m, syms, Options{Layout: lay})
+		set, err := Load(m, syms, Options{Target: le64, Layout: lay})
 		if set == nil {
 			if err == nil {
 				t.Fatal("nil set without an error")

@@ -41,7 +41,7 @@ func TestCorpusInferred(t *testing.T) {
 			head, ok := syms("modules")
 			require.True(t, ok)
 			arch := d.Arch()
-			inf, err := btflayout.Infer(k, btflayout.InferConfig{ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, Release: d.Info().OSRelease(), Head: head})
+			inf, err := btflayout.Infer(k, btflayout.InferConfig{Target: arch.Target, Release: d.Info().OSRelease(), Head: head})
 			require.NoError(t, err)
 			for _, e := range inf.Evidence() {
 				t.Log(e)
@@ -61,9 +61,9 @@ func TestCorpusInferred(t *testing.T) {
 					assert.Equal(t, w.Count, f.Count, "%s.%s count", name, f.Name)
 				}
 			}
-			viaBTF, err := Load(k, syms, Options{Layout: b, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize})
+			viaBTF, err := Load(k, syms, Options{Layout: b, Target: arch.Target})
 			require.NoError(t, err)
-			viaInf, err := Load(k, syms, Options{Layout: inf, ByteOrder: arch.ByteOrder, PointerSize: arch.PtrSize})
+			viaInf, err := Load(k, syms, Options{Layout: inf, Target: arch.Target})
 			require.NoError(t, err)
 			assert.Equal(t, moduleLines(t, viaBTF), moduleLines(t, viaInf))
 			require.Len(t, viaInf.Modules(), len(viaBTF.Modules()))

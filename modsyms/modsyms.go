@@ -3,7 +3,6 @@ package modsyms
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -126,19 +125,17 @@ type Module struct {
 	Err error
 }
 
-// Options tune Load. The zero value suits a 64-bit little-endian kernel
-// with BTF.
+// Options tune Load. Target is required; the zero value of the others
+// suits a kernel with BTF.
 type Options struct {
+	// Target is the kernel's machine: its ByteOrder and PtrSize are
+	// required (see memory.Target).
+	Target memory.Target
 	// Layout is where struct offsets come from. Nil means the vmlinux BTF
 	// in the dump, found through __start_BTF and __stop_BTF; supply a
 	// btflayout.Open'ed vmlinux or BTF file, or a btflayout.ParseTable'd
 	// table, for kernels without CONFIG_DEBUG_INFO_BTF.
 	Layout btflayout.Source
-	// ByteOrder of the target; nil means that of the BTF when the layout
-	// is BTF, otherwise little endian.
-	ByteOrder binary.ByteOrder
-	// PointerSize of the target, 4 or 8; 0 means 8.
-	PointerSize int
 	// KsymNameLen is the kernel's KSYM_NAME_LEN (512 since v6.1, 128
 	// before): names longer than KsymNameLen-1 are truncated as
 	// /proc/kallsyms truncates them. 0 means 512.
@@ -172,8 +169,9 @@ func FromFinder(f symfinder.Finder) Symbols {
 // loader carries the state of one Load.
 type loader struct {
 	kmem    memory.Reader
-	bo      binary.ByteOrder
-	ptr     uint64
+	t       memory.Target
+	bo      binary.ByteOrder // t's
+	ptr     uint64           // t's
 	nameLen int
 	opt     Options
 	l       *layout
@@ -196,15 +194,14 @@ type loader struct {
 // together with an error joining every *ModuleError (and a *WalkError when
 // the list itself broke). Load returns a nil set only when nothing could be
 // walked: no layouts (ErrMissingInfo, btflayout.ErrNoBTF), no modules
-// symbol (ErrMissingInfo), or the list head unreadable.
+// symbol (ErrMissingInfo), the list head unreadable, or an incomplete
+// opt.Target (memory.ErrUnknownTarget).
 func Load(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
-	ld := &loader{kmem: kmem, opt: opt, bo: opt.ByteOrder, ptr: uint64(opt.PointerSize), nameLen: opt.KsymNameLen}
-	if ld.ptr == 0 {
-		ld.ptr = 8
+	if err := opt.Target.Check(); err != nil {
+		return nil, fmt.Errorf("modsyms: %w", err)
 	}
-	if ld.ptr != 4 && ld.ptr != 8 {
-		return nil, fmt.Errorf("modsyms: pointer size %d: %w", ld.ptr, errors.ErrUnsupported)
-	}
+	t := opt.Target
+	ld := &loader{kmem: kmem, opt: opt, t: t, bo: t.ByteOrder, ptr: uint64(t.PtrSize), nameLen: opt.KsymNameLen}
 	if ld.nameLen <= 0 {
 		ld.nameLen = KsymNameLen
 	}
@@ -220,12 +217,6 @@ func Load(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 			return nil, fmt.Errorf("modsyms: no struct layouts: %w", err)
 		}
 		src = b
-	}
-	if ld.bo == nil {
-		ld.bo = binary.LittleEndian
-		if b, ok := src.(*btflayout.BTF); ok {
-			ld.bo = b.ByteOrder()
-		}
 	}
 	l, err := resolveLayout(src, ld.ptr)
 	if err != nil {
@@ -248,22 +239,15 @@ func (ld *loader) uint(b []byte, f fld) (uint64, bool) {
 	if !f.ok || f.off+f.size > uint64(len(b)) || f.off+f.size < f.off {
 		return 0, false
 	}
-	p := b[f.off:]
 	switch f.size {
-	case 1:
-		return uint64(p[0]), true
-	case 2:
-		return uint64(ld.bo.Uint16(p)), true
-	case 4:
-		return uint64(ld.bo.Uint32(p)), true
-	case 8:
-		return ld.bo.Uint64(p), true
+	case 1, 2, 4, 8:
+		return ld.t.Uint(b[f.off : f.off+f.size]), true
 	}
 	return 0, false
 }
 
 func (ld *loader) pointer(addr uint64) (uint64, error) {
-	return memory.Pointer(ld.kmem, ld.bo, int(ld.ptr), addr)
+	return ld.t.ReadPointer(ld.kmem, addr)
 }
 
 // readTable reads n bytes at addr into dst's storage, which it grows as

@@ -8,13 +8,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"encoding/binary"
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
+// le64 is the target of the synthetic kernels.
+var le64 = memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}
+
 func tableOpt(t testing.TB, b *kbuilder) Options {
-	return Options{Layout: b.lay}
+	return Options{Target: le64, Layout: b.lay}
 }
 
 func TestMemLayoutTypetab(t *testing.T) {
@@ -294,7 +298,7 @@ func TestLazy(t *testing.T) {
 	assert.Equal(t, n, calls, "loaded once")
 
 	// Without any layout source the load error comes back from Find.
-	z = NewLazy(b.mem, b.syms(), Options{})
+	z = NewLazy(b.mem, b.syms(), Options{Target: le64})
 	err := z.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { return true })
 	assert.ErrorIs(t, err, btflayout.ErrNoBTF)
 }
@@ -315,9 +319,12 @@ func TestEmptyList(t *testing.T) {
 func TestLayoutErrors(t *testing.T) {
 	lay, err := btflayout.ParseTable(strings.NewReader("module.list = 0\nmodule.name = 16:56\n"), "t")
 	require.NoError(t, err)
-	_, err = Load(newFakeMem(), func(string) (uint64, bool) { return 0x1000, true }, Options{Layout: lay})
+	_, err = Load(newFakeMem(), func(string) (uint64, bool) { return 0x1000, true }, Options{Target: le64, Layout: lay})
 	assert.ErrorIs(t, err, ErrMissingInfo)
 	assert.True(t, errors.Is(err, btflayout.ErrNotFound))
+	// No target: an error, not a little-endian 64-bit guess.
+	_, err = Load(newFakeMem(), func(string) (uint64, bool) { return 0x1000, true }, Options{Layout: lay})
+	assert.ErrorIs(t, err, memory.ErrUnknownTarget)
 }
 
 func TestModuleFlags(t *testing.T) {

@@ -88,12 +88,7 @@ func (ld *loader) symbols(m *Module, src *symSource) error {
 		}
 	}
 	u32 := func(p []byte) uint64 { return uint64(ld.bo.Uint32(p)) }
-	word := func(p []byte) uint64 {
-		if ld.ptr == 4 {
-			return u32(p)
-		}
-		return ld.bo.Uint64(p)
-	}
+	word := ld.t.Pointer
 	var maxName uint64
 	for i := uint64(0); i < num; i++ {
 		maxName = max(maxName, u32(tab[i*es.size+es.name:]))
@@ -267,12 +262,7 @@ func (ld *loader) tryExports(m *Module, syms, num uint64, c ksymLayout) (*export
 			ex.values[i] = at + c.valueOff + uint64(int64(int32(ld.bo.Uint32(raw[e+c.valueOff:]))))
 			nameAddrs[i] = at + c.nameOff + uint64(int64(int32(ld.bo.Uint32(raw[e+c.nameOff:]))))
 		} else {
-			f := func(off uint64) uint64 {
-				if ld.ptr == 4 {
-					return uint64(ld.bo.Uint32(raw[e+off:]))
-				}
-				return ld.bo.Uint64(raw[e+off:])
-			}
+			f := func(off uint64) uint64 { return ld.t.Pointer(raw[e+off:]) }
 			ex.values[i], nameAddrs[i] = f(c.valueOff), f(c.nameOff)
 		}
 		a := nameAddrs[i]

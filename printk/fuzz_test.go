@@ -45,7 +45,7 @@ func FuzzRing(f *testing.F) {
 	f.Fuzz(func(t *testing.T, edits []byte) {
 		w := *w0.world
 		w.mem = &flatMem{base: w0.mem.base, b: testutil.FuzzPatch(base, edits)}
-		fuzzWalk(t, &w, "6.1.0", Options{})
+		fuzzWalk(t, &w, "6.1.0", Options{Target: le64})
 	})
 }
 
@@ -64,6 +64,6 @@ func FuzzVarBuf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, edits []byte) {
 		w := *v0.world
 		w.mem = &flatMem{base: v0.mem.base, b: testutil.FuzzPatch(base, edits)}
-		fuzzWalk(t, &w, "4.4.0", Options{Symbol: func(string) (uint64, bool) { return v0.firstSeqAddr, true }})
+		fuzzWalk(t, &w, "4.4.0", Options{Target: le64, Symbol: func(string) (uint64, bool) { return v0.firstSeqAddr, true }})
 	})
 }

@@ -39,10 +39,11 @@ func (f Format) String() string {
 // the kernel's own readers skip such records too.
 var ErrIncomplete = errors.New("printk: record not committed")
 
-// Options adjust Open. The zero value reads a little-endian 64-bit kernel.
+// Options adjust Open.
 type Options struct {
-	ByteOrder binary.ByteOrder // default little-endian
-	PtrSize   int              // 4 or 8; default 8
+	// Target is the kernel's machine; its ByteOrder and PtrSize are
+	// required (see memory.Target).
+	Target memory.Target
 	// Symbol, when set, looks up a kernel symbol's address. Kernels before
 	// 5.10 do not export log_first_seq in VMCOREINFO; with it, the older
 	// buffer's records get their sequence numbers.
@@ -54,8 +55,9 @@ type Options struct {
 type Log struct {
 	format Format
 	kmem   memory.Reader
-	bo     binary.ByteOrder
-	ptr    int
+	t      memory.Target
+	bo     binary.ByteOrder // t's
+	ptr    int              // t's
 	ring   *ring
 	vbuf   *varBuf
 }
@@ -65,22 +67,18 @@ type Log struct {
 //
 // Errors wrap ErrMissingInfo when VMCOREINFO describes neither layout,
 // ErrCorrupt (a *FormatError) when the control data is impossible (a ring
-// of more than 2^31 bytes, descriptors outside the address space), or the
-// *memory.FaultError of a control read that failed.
+// of more than 2^31 bytes, descriptors outside the address space), the
+// *memory.FaultError of a control read that failed, or
+// memory.ErrUnknownTarget when opt.Target lacks the byte order or pointer
+// size.
 func Open(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*Log, error) {
 	if info == nil {
 		return nil, fmt.Errorf("printk: no VMCOREINFO: %w", ErrMissingInfo)
 	}
-	l := &Log{kmem: kmem, bo: opt.ByteOrder, ptr: opt.PtrSize}
-	if l.bo == nil {
-		l.bo = binary.LittleEndian
+	if err := opt.Target.Check(); err != nil {
+		return nil, fmt.Errorf("printk: %w", err)
 	}
-	if l.ptr == 0 {
-		l.ptr = 8
-	}
-	if l.ptr != 4 && l.ptr != 8 {
-		return nil, fmt.Errorf("printk: pointer size %d: %w", l.ptr, errors.ErrUnsupported)
-	}
+	l := &Log{kmem: kmem, t: opt.Target, bo: opt.Target.ByteOrder, ptr: opt.Target.PtrSize}
 	if _, ok := info.Symbol("prb"); ok {
 		r, err := openRing(l, info)
 		if err != nil {
@@ -120,13 +118,6 @@ func (l *Log) Entries() iter.Seq[Entry] {
 		return l.ring.entries
 	}
 	return l.vbuf.entries
-}
-
-func (l *Log) word(b []byte) uint64 {
-	if l.ptr == 4 {
-		return uint64(l.bo.Uint32(b))
-	}
-	return l.bo.Uint64(b)
 }
 
 // layout collects VMCOREINFO sizes and offsets, remembering the first one

@@ -33,6 +33,9 @@ func textRec(i int) rec {
 		text: fmt.Sprintf("message %d %s", i, strings.Repeat("x", i%37))}
 }
 
+// le64 is the target of the worlds built without naming one.
+var le64 = memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}
+
 func TestRingSmall(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -51,7 +54,7 @@ func TestRingSmall(t *testing.T) {
 				w.add(x)
 			}
 			require.Equal(t, uint64(0), w.finish())
-			l, err := Open(w.mem, w.info("6.12.0"), Options{ByteOrder: tc.bo, PtrSize: tc.ptr})
+			l, err := Open(w.mem, w.info("6.12.0"), Options{Target: memory.Target{ByteOrder: tc.bo, PtrSize: tc.ptr}})
 			require.NoError(t, err)
 			assert.Equal(t, Lockless, l.Format())
 			recs, gaps, _ := collect(t, l)
@@ -88,7 +91,7 @@ func TestRingWrapped(t *testing.T) {
 				w.add(textRec(i))
 			}
 			tail := w.finish()
-			l, err := Open(w.mem, w.info("6.1.0"), Options{PtrSize: ptr})
+			l, err := Open(w.mem, w.info("6.1.0"), Options{Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: ptr}})
 			require.NoError(t, err)
 			recs, gaps, _ := collect(t, l)
 			require.Empty(t, gaps)
@@ -120,7 +123,7 @@ func TestRingFilteredPage(t *testing.T) {
 	require.Equal(t, uint64(0), tail)
 	w.mem.drop(w.data)           // the text of the first records
 	w.mem.drop(w.descs + 0x1000) // descriptors 171 to 255
-	l, err := Open(w.mem, w.info("6.1.0"), Options{})
+	l, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 	require.NoError(t, err)
 	recs, gaps, all := collect(t, l)
 	require.Len(t, gaps, 2)
@@ -160,7 +163,7 @@ func TestRingHostile(t *testing.T) {
 	t.Run("size_bits 40", func(t *testing.T) {
 		w := build()
 		w.u32(w.rb+5*p, 40)
-		_, err := Open(w.mem, w.info("6.1.0"), Options{})
+		_, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.ErrorIs(t, err, ErrCorrupt)
 		var fe *FormatError
 		require.ErrorAs(t, err, &fe)
@@ -168,19 +171,19 @@ func TestRingHostile(t *testing.T) {
 	t.Run("count_bits 60", func(t *testing.T) {
 		w := build()
 		w.u32(w.rb, 60)
-		_, err := Open(w.mem, w.info("6.1.0"), Options{})
+		_, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.ErrorIs(t, err, ErrCorrupt)
 	})
 	t.Run("descs at the top of the address space", func(t *testing.T) {
 		w := build()
 		w.word(w.rb+p, ^uint64(0)-10)
-		_, err := Open(w.mem, w.info("6.1.0"), Options{})
+		_, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.ErrorIs(t, err, ErrCorrupt)
 	})
 	t.Run("tail far behind head", func(t *testing.T) {
 		w := build()
 		w.word(w.rb+4*p, (w.ids[9]-1000)&w.idMask)
-		l, err := Open(w.mem, w.info("6.1.0"), Options{})
+		l, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		require.NotEmpty(t, gaps)
@@ -191,7 +194,7 @@ func TestRingHostile(t *testing.T) {
 		w := build()
 		idx := w.ids[3] & 15
 		w.u16(w.infos+idx*w.infoSize+16, 60000)
-		l, err := Open(w.mem, w.info("6.1.0"), Options{})
+		l, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		require.Empty(t, gaps)
@@ -207,7 +210,7 @@ func TestRingHostile(t *testing.T) {
 		idx = w.ids[6] & 15
 		w.word(w.descs+idx*w.descSize+p, w.begins[2]) // another record's block
 		w.word(w.descs+idx*w.descSize+2*p, w.nexts[2])
-		l, err := Open(w.mem, w.info("6.1.0"), Options{})
+		l, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		require.Len(t, gaps, 1)
@@ -219,7 +222,7 @@ func TestRingHostile(t *testing.T) {
 		w := build()
 		idx := w.ids[4] & 15
 		w.u64(w.infos+idx*w.infoSize, 12345)
-		l, err := Open(w.mem, w.info("6.1.0"), Options{})
+		l, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		require.Len(t, gaps, 1)
@@ -229,7 +232,7 @@ func TestRingHostile(t *testing.T) {
 		w := build()
 		idx := w.ids[9] & 15
 		w.word(w.descs+idx*w.descSize, w.sv(descReserved, w.ids[9]))
-		l, err := Open(w.mem, w.info("6.1.0"), Options{})
+		l, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		require.Len(t, gaps, 1)
@@ -239,29 +242,32 @@ func TestRingHostile(t *testing.T) {
 	t.Run("prb pointer unsaved", func(t *testing.T) {
 		w := build()
 		w.mem.drop(w.prbPtr)
-		_, err := Open(w.mem, w.info("6.1.0"), Options{})
+		_, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.ErrorIs(t, err, memory.ErrNotSaved)
 	})
 	t.Run("missing offsets", func(t *testing.T) {
 		w := build()
 		w.vmi = w.vmi[:5]
-		_, err := Open(w.mem, w.info("6.1.0"), Options{})
+		_, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.ErrorIs(t, err, ErrMissingInfo)
 	})
 	t.Run("offset past struct", func(t *testing.T) {
 		w := build()
 		w.line("OFFSET(printk_info.caller_id)=86")
-		_, err := Open(w.mem, w.info("6.1.0"), Options{})
+		_, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 		require.ErrorIs(t, err, ErrCorrupt)
 	})
 }
 
 func TestNoLog(t *testing.T) {
 	w := newWorld(binary.LittleEndian, 8, 16)
-	_, err := Open(w.mem, w.info("6.1.0"), Options{})
+	_, err := Open(w.mem, w.info("6.1.0"), Options{Target: le64})
 	require.ErrorIs(t, err, ErrMissingInfo)
-	_, err = Open(w.mem, nil, Options{})
+	_, err = Open(w.mem, nil, Options{Target: le64})
 	require.ErrorIs(t, err, ErrMissingInfo)
+	// No target: an error, not a little-endian 64-bit guess.
+	_, err = Open(w.mem, w.info("6.1.0"), Options{})
+	require.ErrorIs(t, err, memory.ErrUnknownTarget)
 }
 
 func TestVarBuf(t *testing.T) {
@@ -282,7 +288,7 @@ func TestVarBuf(t *testing.T) {
 			}
 			v.finish(1000)
 			lookup := func(name string) (uint64, bool) { return v.firstSeqAddr, name == "log_first_seq" }
-			l, err := Open(v.mem, v.info("5.4.0"), Options{ByteOrder: tc.bo, Symbol: lookup})
+			l, err := Open(v.mem, v.info("5.4.0"), Options{Target: memory.Target{ByteOrder: tc.bo, PtrSize: 8}, Symbol: lookup})
 			require.NoError(t, err)
 			assert.Equal(t, Variable, l.Format())
 			recs, gaps, _ := collect(t, l)
@@ -319,7 +325,7 @@ func TestVarBufFilteredPage(t *testing.T) {
 	}
 	v.finish(0)
 	v.mem.drop(v.buf + 2*4096)
-	l, err := Open(v.mem, v.info("5.4.0"), Options{})
+	l, err := Open(v.mem, v.info("5.4.0"), Options{Target: le64})
 	require.NoError(t, err)
 	recs, gaps, all := collect(t, l)
 	require.Len(t, gaps, 1)
@@ -360,20 +366,20 @@ func TestVarBufHostile(t *testing.T) {
 	t.Run("log_buf_len 2^32-1", func(t *testing.T) {
 		v := build()
 		v.u32(v.mem.base+0x110, 0xffffffff)
-		_, err := Open(v.mem, v.info("5.4.0"), Options{})
+		_, err := Open(v.mem, v.info("5.4.0"), Options{Target: le64})
 		require.ErrorIs(t, err, ErrCorrupt)
 	})
 	t.Run("first past the buffer", func(t *testing.T) {
 		v := build()
 		v.u32(v.mem.base+0x118, 5000)
-		_, err := Open(v.mem, v.info("5.4.0"), Options{})
+		_, err := Open(v.mem, v.info("5.4.0"), Options{Target: le64})
 		require.ErrorIs(t, err, ErrCorrupt)
 	})
 	t.Run("len past the buffer", func(t *testing.T) {
 		v := build()
 		off := v.records[len(v.records)/2]
 		v.u16(v.buf+off+8, 0xfff0)
-		l, err := Open(v.mem, v.info("5.4.0"), Options{})
+		l, err := Open(v.mem, v.info("5.4.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		require.Len(t, gaps, 1)
@@ -384,7 +390,7 @@ func TestVarBufHostile(t *testing.T) {
 		v := build()
 		off := v.records[3]
 		v.u16(v.buf+off+10, 0xffff)
-		l, err := Open(v.mem, v.info("5.4.0"), Options{})
+		l, err := Open(v.mem, v.info("5.4.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		require.Len(t, gaps, 1)
@@ -393,7 +399,7 @@ func TestVarBufHostile(t *testing.T) {
 	t.Run("all zero", func(t *testing.T) {
 		v := build()
 		clear(v.mem.b[v.buf-v.mem.base:])
-		l, err := Open(v.mem, v.info("5.4.0"), Options{})
+		l, err := Open(v.mem, v.info("5.4.0"), Options{Target: le64})
 		require.NoError(t, err)
 		recs, gaps, _ := collect(t, l)
 		assert.Empty(t, recs)
@@ -411,7 +417,7 @@ func TestVarBufLegacyCont(t *testing.T) {
 		v.add(rec{text: " avx", flags: FlagCont | FlagNewline})
 		v.add(rec{text: "next line", flags: FlagPrefix | FlagNewline})
 		v.finish(0)
-		l, err := Open(v.mem, v.info(rel), Options{})
+		l, err := Open(v.mem, v.info(rel), Options{Target: le64})
 		require.NoError(t, err)
 		recs, _, _ := collect(t, l)
 		require.Len(t, recs, 4)

@@ -90,7 +90,7 @@ func openRing(l *Log, info *vmcoreinfo.Info) (*ring, error) {
 
 	pp, _ := info.Symbol("prb")
 	var err error
-	r.addr, err = memory.Pointer(l.kmem, l.bo, l.ptr, pp)
+	r.addr, err = l.t.ReadPointer(l.kmem, pp)
 	if err != nil {
 		return nil, fmt.Errorf("printk: reading prb at %#x: %w", pp, err)
 	}
@@ -109,14 +109,14 @@ func openRing(l *Log, info *vmcoreinfo.Info) (*ring, error) {
 	}
 	r.countBits, r.count = uint(cb), 1<<cb
 	r.sizeBits, r.size = uint(sb), 1<<sb
-	r.descsAddr = l.word(dr[descsOff:])
-	r.infosAddr = l.word(dr[infosOff:])
-	r.dataAddr = l.word(tr[dataOff:])
+	r.descsAddr = l.t.Pointer(dr[descsOff:])
+	r.infosAddr = l.t.Pointer(dr[infosOff:])
+	r.dataAddr = l.t.Pointer(tr[dataOff:])
 	bits := uint(8 * l.ptr)
 	r.idMask = (1<<(bits-2) - 1)
 	r.wordMask = 1<<(bits-1)<<1 - 1
-	r.headID = l.word(dr[headOff:]) & r.idMask
-	r.tailID = l.word(dr[tailOff:]) & r.idMask
+	r.headID = l.t.Pointer(dr[headOff:]) & r.idMask
+	r.tailID = l.t.Pointer(dr[tailOff:]) & r.idMask
 	for _, a := range []struct {
 		what       string
 		addr, size uint64
@@ -231,7 +231,7 @@ func (r *ring) record(id uint64) (Record, *Gap) {
 	if err := r.descs.read(r.descBuf, idx*r.descSize); err != nil {
 		return Record{}, &Gap{Addr: dAddr, Err: fmt.Errorf("descriptor %d: %w", idx, err)}
 	}
-	sv := l.word(r.descBuf[r.stateOff:])
+	sv := l.t.Pointer(r.descBuf[r.stateOff:])
 	state := sv >> (8*l.ptr - 2)
 	if got := sv & r.idMask; got != id {
 		return Record{}, &Gap{Addr: dAddr, Err: formatErr(dAddr, got, "descriptor %d holds id %#x, not %#x", idx, got, id)}
@@ -243,7 +243,7 @@ func (r *ring) record(id uint64) (Record, *Gap) {
 	default:
 		return Record{}, &Gap{Addr: dAddr, Err: fmt.Errorf("descriptor %d reserved, being written: %w", idx, ErrIncomplete)}
 	}
-	begin, next := l.word(r.descBuf[r.beginOff:]), l.word(r.descBuf[r.nextOff:])
+	begin, next := l.t.Pointer(r.descBuf[r.beginOff:]), l.t.Pointer(r.descBuf[r.nextOff:])
 
 	iAddr := r.infosAddr + idx*r.infoSize
 	if err := r.infos.read(r.infoBuf, idx*r.infoSize); err != nil {
@@ -292,7 +292,7 @@ func (r *ring) record(id uint64) (Record, *Gap) {
 	if err := r.txt.read(idb[:ptr], off); err != nil {
 		return Record{}, &Gap{Addr: bAddr, Err: fmt.Errorf("record seq %d: text: %w", rec.Seq, err)}
 	}
-	if got := l.word(idb[:]) & r.idMask; got != id {
+	if got := l.t.Pointer(idb[:]) & r.idMask; got != id {
 		return Record{}, &Gap{Addr: bAddr, Err: formatErr(bAddr, got, "record seq %d: text block at ring offset %#x holds id %#x, not %#x (overwritten)", rec.Seq, off, got, id)}
 	}
 	dsize -= ptr

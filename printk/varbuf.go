@@ -63,7 +63,7 @@ func openVarBuf(l *Log, info *vmcoreinfo.Info, opt Options) (*varBuf, error) {
 	if ly.err != nil {
 		return nil, ly.err
 	}
-	if v.bufAddr, err = memory.Pointer(l.kmem, l.bo, l.ptr, syms[0]); err != nil {
+	if v.bufAddr, err = l.t.ReadPointer(l.kmem, syms[0]); err != nil {
 		return nil, fmt.Errorf("printk: reading log_buf at %#x: %w", syms[0], err)
 	}
 	var u [3]uint32

@@ -1,7 +1,6 @@
 package unwind
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -17,8 +16,10 @@ type Frame struct {
 
 // Options describe the kernel a walk reads.
 type Options struct {
-	ByteOrder binary.ByteOrder // default little-endian
-	PtrSize   int              // 4 or 8; default 8
+	// Target is the kernel's machine. FramePointer needs its ByteOrder
+	// and PtrSize, BackChainPPC64 its ByteOrder (see memory.Target);
+	// BackChainS390 and ORC, each for one machine, do not read it.
+	Target memory.Target
 	// KernelStart is the lowest kernel text address: a return address
 	// below it ends the walk (user space, or garbage).
 	KernelStart uint64
@@ -91,18 +92,16 @@ func (opt *Options) setLimits() {
 
 // FramePointer walks frame records from pc and fp. It returns the frames,
 // the first being pc, and why the walk stopped; unreadable memory stops it
-// with the *memory.FaultError, corrupt frames with ErrBadFrame.
+// with the *memory.FaultError, corrupt frames with ErrBadFrame, an
+// incomplete opt.Target with memory.ErrUnknownTarget before any frame.
 func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop) {
-	if opt.ByteOrder == nil {
-		opt.ByteOrder = binary.LittleEndian
-	}
-	if opt.PtrSize == 0 {
-		opt.PtrSize = 8
+	if err := opt.Target.Check(); err != nil {
+		return nil, Stop{Err: fmt.Errorf("unwind: %w", err)}
 	}
 	opt.setLimits()
-	w := uint64(opt.PtrSize)
-	if w != 4 && w != 8 || opt.StackSize&(opt.StackSize-1) != 0 {
-		return nil, Stop{Err: fmt.Errorf("unwind: pointer size %d, stack size %d: %w", w, opt.StackSize, errors.ErrUnsupported)}
+	w := uint64(opt.Target.PtrSize)
+	if opt.StackSize&(opt.StackSize-1) != 0 {
+		return nil, Stop{Err: fmt.Errorf("unwind: stack size %d: %w", opt.StackSize, errors.ErrUnsupported)}
 	}
 	frames := []Frame{{PC: pc}}
 	stacks := 0
@@ -124,7 +123,7 @@ func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop
 		if err := memory.ReadFull(kmem, rec[:2*w], at); err != nil {
 			return frames, Stop{Err: fmt.Errorf("frame record at %#x: %w", at, err)}
 		}
-		next, ret := word(rec[:], opt), word(rec[w:], opt)
+		next, ret := opt.Target.Pointer(rec[:]), opt.Target.Pointer(rec[w:])
 		if ret == 0 && next == 0 {
 			return frames, final // the final record holds zeros
 		}
@@ -164,12 +163,3 @@ func progress(what string, next, cur uint64, stacks *int, opt Options) error {
 	}
 	return nil
 }
-
-func word(b []byte, opt Options) uint64 {
-	if opt.PtrSize == 4 {
-		return uint64(opt.ByteOrder.Uint32(b))
-	}
-	return opt.ByteOrder.Uint64(b)
-}
-
-var beOrder = binary.BigEndian

@@ -17,6 +17,9 @@ const (
 	irqStk = 0xffff800008100000
 )
 
+// le64 is the target of the frame-pointer tests that name none.
+var le64 = memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}
+
 // chain writes frame records at fps, each linking to the next and holding
 // the return address rets[i].
 func chain(m *testutil.SparseMemory, fps, rets []uint64) {
@@ -39,7 +42,7 @@ func pcs(fr []Frame) []uint64 {
 }
 
 func TestFramePointer(t *testing.T) {
-	opt := Options{KernelStart: text}
+	opt := Options{Target: le64, KernelStart: text}
 	t.Run("to the final record", func(t *testing.T) {
 		m := testutil.NewSparseMemory()
 		fps := []uint64{stack + 0x100, stack + 0x180, stack + 0x200, stack + 0x3f00}
@@ -93,7 +96,7 @@ func TestFramePointer(t *testing.T) {
 		m := testutil.NewSparseMemory()
 		chain(m, []uint64{stack + 0x100}, []uint64{text + 0x10})
 		m.PutU64(stack+0x100, 0xbfc568c0)
-		fr, stop := FramePointer(m, text+4, stack+0x100, Options{KernelStart: text, UserEnd: 1 << 63})
+		fr, stop := FramePointer(m, text+4, stack+0x100, Options{Target: le64, KernelStart: text, UserEnd: 1 << 63})
 		assert.True(t, stop.Final)
 		assert.Contains(t, stop.String(), "user space")
 		assert.Len(t, fr, 2)
@@ -106,7 +109,7 @@ func TestFramePointer(t *testing.T) {
 	t.Run("pac", func(t *testing.T) {
 		m := testutil.NewSparseMemory()
 		chain(m, []uint64{stack + 0x100}, []uint64{(text + 0x10) &^ 0xff7f000000000000})
-		fr, _ := FramePointer(m, text+4, stack+0x100, Options{KernelStart: text, PACMask: 0xff7f000000000000})
+		fr, _ := FramePointer(m, text+4, stack+0x100, Options{Target: le64, KernelStart: text, PACMask: 0xff7f000000000000})
 		require.Len(t, fr, 2)
 		assert.Equal(t, uint64(text+0x10), fr[1].PC)
 	})
@@ -121,13 +124,18 @@ func TestFramePointer(t *testing.T) {
 		put(0xc1000104, 0xc8000010)
 		put(0xc1000140, 0)
 		put(0xc1000144, 0xc8000020)
-		fr, stop := FramePointer(m, 0xc8000004, 0xc1000100, Options{ByteOrder: binary.BigEndian, PtrSize: 4, KernelStart: 0xc0000000, StackSize: 8 << 10})
+		fr, stop := FramePointer(m, 0xc8000004, 0xc1000100, Options{Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 4}, KernelStart: 0xc0000000, StackSize: 8 << 10})
 		assert.True(t, stop.Final)
 		assert.Equal(t, []uint64{0xc8000004, 0xc8000010, 0xc8000020}, pcs(fr))
 	})
 	t.Run("bad options", func(t *testing.T) {
-		_, stop := FramePointer(testutil.NewSparseMemory(), 0, 0, Options{PtrSize: 2})
+		_, stop := FramePointer(testutil.NewSparseMemory(), 0, 0, Options{Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 2}})
 		assert.True(t, errors.Is(stop.Err, errors.ErrUnsupported))
+		// No target: an error, not a little-endian 64-bit guess.
+		_, stop = FramePointer(testutil.NewSparseMemory(), 0, 0, Options{})
+		assert.ErrorIs(t, stop.Err, memory.ErrUnknownTarget)
+		_, stop = BackChainPPC64(testutil.NewSparseMemory(), 0, 0, Options{})
+		assert.ErrorIs(t, stop.Err, memory.ErrUnknownTarget)
 	})
 }
 
@@ -174,7 +182,7 @@ func TestBackChainS390(t *testing.T) {
 // TestFramePointerRISCV64: s0 points above its {fp, ra} record; a leaf
 // function saved no ra, and its record's ra slot holds the caller's fp.
 func TestFramePointerRISCV64(t *testing.T) {
-	opt := Options{KernelStart: text, UserEnd: 1 << 63, RecordBelow: true}
+	opt := Options{Target: le64, KernelStart: text, UserEnd: 1 << 63, RecordBelow: true}
 	m := testutil.NewSparseMemory()
 	// Frame pointers (s0 values); records at s0-16.
 	fps := []uint64{stack + 0x100, stack + 0x180, stack + 0x3f00}
@@ -201,7 +209,7 @@ func TestFramePointerRISCV64(t *testing.T) {
 	assert.Equal(t, []uint64{text + 4, text + 0x8, text + 0x10, text + 0x20, text + 0x30}, pcs(fr))
 
 	// A frame pointer below the two words its record needs.
-	_, stop = FramePointer(m, text+4, 8, Options{KernelStart: text, RecordBelow: true})
+	_, stop = FramePointer(m, text+4, 8, Options{Target: le64, KernelStart: text, RecordBelow: true})
 	assert.ErrorIs(t, stop.Err, ErrBadFrame)
 }
 
@@ -213,7 +221,7 @@ func TestBackChainPPC64(t *testing.T) {
 		m.Write(a, b[:])
 	}
 	const sp0, kt = 0xc000000003c1f000, 0xc000000000100000
-	opt := Options{ByteOrder: binary.LittleEndian, KernelStart: 0xc000000000000000}
+	opt := Options{Target: memory.Target{ByteOrder: binary.LittleEndian}, KernelStart: 0xc000000000000000}
 	// Three frames: each keeps the caller's sp at 0 and, at 16, the
 	// address its function returns to (saved by its callee); the first
 	// frame's may be stale (the kernel prints it "unreliable").

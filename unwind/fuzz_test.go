@@ -37,7 +37,7 @@ func FuzzFramePointer(f *testing.F) {
 			return FramePointer(r, pc, fp+16, opt)
 		}
 		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390, BackChainPPC64, riscv} {
-			fr, stop := walk(mem, text, stack, Options{KernelStart: text, MaxFrames: 64})
+			fr, stop := walk(mem, text, stack, Options{Target: le64, KernelStart: text, MaxFrames: 64})
 			if len(fr) > 64 || len(fr) == 0 {
 				t.Fatalf("%d frames", len(fr))
 			}

@@ -337,7 +337,8 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 // user_regs_struct: r15 … rip (16), cs, eflags, rsp (19), ss) with vmlinux's
 // ORC tables, as the kernel's unwind_next_frame does: through calls,
 // pt_regs of interrupts and exceptions, and iret frames, to the entry from
-// user space or the end-of-stack hint.
+// user space or the end-of-stack hint. It reads little-endian 64-bit
+// memory whatever Options.Target says.
 func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, Stop) {
 	opt.setLimits()
 	if len(regs) < nRegs {

@@ -1,7 +1,6 @@
 package unwind
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -34,18 +33,16 @@ var (
 	ppcMarkers   = [...]uint64{0x53474552, 0x52454753, 0x7265677368657265, 0x72656773}
 )
 
-var leOrder = binary.LittleEndian
-
 // BackChainPPC64 walks ppc64 stack frames from pc (nip) and sp (r1) as the
 // kernel's show_stack does: every frame's saved link register in turn (the
 // first may be stale: the kernel prints it "(unreliable)"), through
 // interrupt frames to the interrupted nip, up to a zero back chain or an
-// entry from user space. Options.PtrSize is taken as 8; ByteOrder is the
-// kernel's (ppc64le or ppc64).
+// entry from user space. Pointers are 8 bytes, in Options.Target's byte
+// order (ppc64le or ppc64), which must be known.
 func BackChainPPC64(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, Stop) {
-	opt.PtrSize = 8
-	if opt.ByteOrder == nil {
-		opt.ByteOrder = leOrder
+	bo := opt.Target.ByteOrder
+	if bo == nil {
+		return nil, Stop{Err: fmt.Errorf("unwind: ppc64: no byte order: %w", memory.ErrUnknownTarget)}
 	}
 	opt.setLimits()
 	frames := []Frame{{PC: pc}}
@@ -55,7 +52,7 @@ func BackChainPPC64(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, St
 		if err := memory.ReadFull(kmem, b[:], addr); err != nil {
 			return 0, err
 		}
-		return opt.ByteOrder.Uint64(b[:]), nil
+		return bo.Uint64(b[:]), nil
 	}
 	for len(frames) < opt.MaxFrames {
 		if sp%16 != 0 || sp < opt.KernelStart || sp > ^uint64(0)-ppcMaxRegsAt-ppcPtRegsMSR-8 {

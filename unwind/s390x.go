@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -24,11 +25,9 @@ const (
 )
 
 // BackChainS390 walks s390x stack frames from pc (the PSW address) and sp
-// (r15), as the kernel's unwind_bc does. Options.PtrSize and ByteOrder are
-// taken as 8 and big-endian whatever they say.
+// (r15), as the kernel's unwind_bc does. Pointers are 8 bytes, big-endian,
+// whatever Options.Target says.
 func BackChainS390(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, Stop) {
-	opt.PtrSize = 8
-	opt.ByteOrder = beOrder
 	opt.setLimits()
 	frames := []Frame{{PC: pc}}
 	stacks := 0
@@ -37,7 +36,7 @@ func BackChainS390(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, Sto
 		if err := memory.ReadFull(kmem, b[:], addr); err != nil {
 			return 0, err
 		}
-		return beOrder.Uint64(b[:]), nil
+		return binary.BigEndian.Uint64(b[:]), nil
 	}
 	for len(frames) < opt.MaxFrames {
 		if sp%8 != 0 || sp > ^uint64(0)-s390FrameSize-s390PtRegsR15-8 {

@@ -11,13 +11,16 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
-// Arch is a kernel architecture.
+// Arch is a kernel architecture and the machine description decoders
+// read its memory by.
 type Arch struct {
 	// Name is the kernel's name: "x86_64", "i386", "arm64", "arm",
 	// "s390x", "ppc64le", "ppc64", "riscv64", ...; "" when unknown.
-	Name      string
-	ByteOrder binary.ByteOrder // nil when unknown
-	PtrSize   int              // 0 when unknown
+	Name string
+	// Target is the byte order, pointer size and page size, each zero
+	// when unknown. Dump.Arch's PageSize is the kernel's page size (see
+	// Dump.PageSize); the architecture alone gives none.
+	memory.Target
 	// Source says where Name came from: "elf", "kdump-header",
 	// "vmcoreinfo" or "notes" (the size of NT_PRSTATUS: 32-bit ARM);
 	// "elf+note-order" or "kdump-header+note-order" when the byte order
@@ -47,7 +50,7 @@ var archInfo = map[string]struct {
 // bo and class c. The class is only the container's: QEMU writes i386
 // guests as ELF64, so EM_386 always means 4-byte pointers.
 func archFromELF(m elf.Machine, bo binary.ByteOrder, c elf.Class) Arch {
-	a := Arch{ByteOrder: bo, Source: "elf"}
+	a := Arch{Target: memory.Target{ByteOrder: bo}, Source: "elf"}
 	switch m {
 	case elf.EM_X86_64:
 		a.Name = "x86_64"
@@ -120,7 +123,7 @@ func archFromUname(m string) Arch {
 		}
 	}
 	ai := archInfo[name]
-	return Arch{Name: name, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "kdump-header"}
+	return Arch{Name: name, Target: memory.Target{ByteOrder: ai.bo, PtrSize: ai.ptr}, Source: "kdump-header"}
 }
 
 // resolveArch merges the container's architecture with VMCOREINFO's. What
@@ -148,7 +151,7 @@ func resolveArch(c Arch, info *vmcoreinfo.Info, memOrder binary.ByteOrder) (Arch
 		return c, nil
 	case c.Name == "":
 		ai := archInfo[vi]
-		return Arch{Name: vi, ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "vmcoreinfo"}, nil
+		return Arch{Name: vi, Target: memory.Target{ByteOrder: ai.bo, PtrSize: ai.ptr}, Source: "vmcoreinfo"}, nil
 	case c.Source == "option" && vi != "" && vi != c.Name:
 		// A name the caller gave for an image that records none is
 		// checked: the image itself is what may be wrong for it.
@@ -186,7 +189,7 @@ func resolvePPC64(c Arch, vi string, memOrder binary.ByteOrder) (Arch, error) {
 	if vi != "" && vi != "ppc64" {
 		return Arch{}, fmt.Errorf("architecture mismatch: container says %s (%s), VMCOREINFO says %s: %w", c.Name, c.Source, vi, memory.ErrCorrupt)
 	}
-	a := Arch{Name: c.Name, ByteOrder: c.ByteOrder, PtrSize: 8, Source: c.Source}
+	a := Arch{Name: c.Name, Target: memory.Target{ByteOrder: c.ByteOrder, PtrSize: 8}, Source: c.Source}
 	if c.Name == "" {
 		a.Source = "vmcoreinfo"
 	}
@@ -222,7 +225,7 @@ func archFromNotes(notes []elfcore.Note) Arch {
 	for _, n := range notes {
 		if n.Name == "CORE" && n.Type == 1 && len(n.Desc) == armPRStatusSize {
 			ai := archInfo["arm"]
-			return Arch{Name: "arm", ByteOrder: ai.bo, PtrSize: ai.ptr, Source: "notes"}
+			return Arch{Name: "arm", Target: memory.Target{ByteOrder: ai.bo, PtrSize: ai.ptr}, Source: "notes"}
 		}
 	}
 	return Arch{}

@@ -125,11 +125,11 @@ func (d *Dump) validateInfo(a Arch, text []byte, memOrder binary.ByteOrder, extr
 	if arch.Name == "" {
 		return nil, []string{"the architecture is unknown"}, nil
 	}
-	pageSize := defaultPageSize(arch.Name)
+	arch.PageSize = defaultPageSize(arch.Name)
 	if ps, ok := info.PageSize(); ok && ps <= 1<<30 {
-		pageSize = int(ps)
+		arch.PageSize = int(ps)
 	}
-	t, err := vtop.New(vtop.Config{Arch: arch.Name, ByteOrder: arch.ByteOrder, PtrSize: arch.PtrSize, PageSize: pageSize,
+	t, err := vtop.New(vtop.Config{Arch: arch.Name, Target: arch.Target,
 		Info: info, Phys: d.phys, Virtual: d.be.virtual(), PhysBase: d.be.physBase()})
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("no kernel address space: %v", err)}

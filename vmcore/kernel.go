@@ -41,14 +41,12 @@ func (d *Dump) Translator() (vtop.Translator, error) {
 	}
 	if !d.kernelSet {
 		d.kernel, d.kernelErr = vtop.New(vtop.Config{
-			Arch:      d.arch.Name,
-			ByteOrder: d.arch.ByteOrder,
-			PtrSize:   d.arch.PtrSize,
-			PageSize:  d.pageSize,
-			Info:      d.info,
-			Phys:      d.phys,
-			Virtual:   d.be.virtual(),
-			PhysBase:  d.be.physBase(),
+			Arch:     d.arch.Name,
+			Target:   d.arch.Target,
+			Info:     d.info,
+			Phys:     d.phys,
+			Virtual:  d.be.virtual(),
+			PhysBase: d.be.physBase(),
 			// 32-bit ARM's PHYS_OFFSET candidates
 			PhysRanges: d.be.ranges,
 		})

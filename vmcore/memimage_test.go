@@ -113,7 +113,7 @@ func TestOptionsArch(t *testing.T) {
 
 	d, err = OpenReaderAt(r, r.Size(), Options{Arch: "i686"})
 	require.NoError(t, err)
-	assert.Equal(t, Arch{Name: "i386", ByteOrder: le, PtrSize: 4, Source: "option"}, d.Arch())
+	assert.Equal(t, Arch{Name: "i386", Target: memory.Target{ByteOrder: le, PtrSize: 4, PageSize: 4096}, Source: "option"}, d.Arch())
 
 	m, rs = imageMemory(le, infoX86)
 	lime.Reset()

@@ -147,7 +147,6 @@ type Dump struct {
 	// noteOrder is the byte order of the VMCOREINFO note found in
 	// memory (the kernel's), nil when it came from the container.
 	noteOrder binary.ByteOrder
-	pageSize  int
 	cpus      []CPU
 
 	kernelMu  sync.Mutex
@@ -358,14 +357,14 @@ func (d *Dump) init(opt Options) error {
 	if d.arch.Name == "" {
 		d.arch = archFromNotes(d.be.notes())
 	}
-	d.pageSize = d.be.pageSize()
+	d.arch.PageSize = d.be.pageSize()
 	if d.info != nil {
 		if ps, ok := d.info.PageSize(); ok && ps <= 1<<30 {
-			d.pageSize = int(ps)
+			d.arch.PageSize = int(ps)
 		}
 	}
-	if d.pageSize == 0 {
-		d.pageSize = defaultPageSize(d.arch.Name)
+	if d.arch.PageSize == 0 {
+		d.arch.PageSize = defaultPageSize(d.arch.Name)
 	}
 	d.cpus = cpusFromNotes(d.be.notes(), d.arch, d.be.noteOrder())
 	return nil
@@ -476,10 +475,10 @@ func (d *Dump) MemImage() *memimage.File {
 // Arch returns the dump's architecture.
 func (d *Dump) Arch() Arch { return d.arch }
 
-// PageSize returns the kernel's page size: VMCOREINFO's PAGESIZE, else the
-// container's block size, else the architecture's only size (4096 on x86,
-// s390x), else 0.
-func (d *Dump) PageSize() int { return d.pageSize }
+// PageSize returns the kernel's page size, Arch().PageSize: VMCOREINFO's
+// PAGESIZE, else the container's block size, else the architecture's only
+// size (4096 on x86, s390x), else 0.
+func (d *Dump) PageSize() int { return d.arch.PageSize }
 
 // CPUs returns the registers of each CPU from the dump's NT_PRSTATUS notes,
 // in note order; nil when the architecture's layout is unknown.

@@ -105,7 +105,7 @@ func TestOpenELF(t *testing.T) {
 	assert.Equal(t, "6.1.0-test-amd64", d.Info().OSRelease())
 	assert.Equal(t, "elf-note", d.InfoSource())
 	assert.Equal(t, InfoOrigin{Kind: InfoELFNote}, d.InfoOrigin())
-	assert.Equal(t, Arch{Name: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Source: "elf"}, d.Arch())
+	assert.Equal(t, Arch{Name: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}, Source: "elf"}, d.Arch())
 	assert.Equal(t, 4096, d.PageSize())
 	cpus := d.CPUs()
 	require.Len(t, cpus, 2)
@@ -316,7 +316,7 @@ func TestS390Lowcore(t *testing.T) {
 	defer d.Close()
 	assert.Equal(t, "s390-lowcore at 0x80000", d.InfoSource())
 	assert.Equal(t, text, string(d.VMCOREINFO()))
-	assert.Equal(t, Arch{Name: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Source: "elf"}, d.Arch())
+	assert.Equal(t, Arch{Name: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8, PageSize: 4096}, Source: "elf"}, d.Arch())
 }
 
 // TestPPC64LEInBigEndianContainer: QEMU 7.2 writes the ELF header, program
@@ -341,7 +341,7 @@ func TestPPC64LEInBigEndianContainer(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	assert.Equal(t, "memory-scan at 0x3f000", d.InfoSource())
-	assert.Equal(t, Arch{Name: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Source: "elf+note-order"}, d.Arch())
+	assert.Equal(t, Arch{Name: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}, Source: "elf+note-order"}, d.Arch())
 	require.Len(t, d.CPUs(), 1)
 	assert.Equal(t, uint64(0xc000000000123456), d.CPUs()[0].PC)
 	assert.Equal(t, uint64(0xc000000003f0fe00), d.CPUs()[0].SP)
@@ -353,7 +353,7 @@ func TestPPC64LEInBigEndianContainer(t *testing.T) {
 	d2, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
 	require.NoError(t, err)
 	defer d2.Close()
-	assert.Equal(t, Arch{Name: "ppc64", ByteOrder: be, PtrSize: 8, Source: "elf"}, d2.Arch())
+	assert.Equal(t, Arch{Name: "ppc64", Target: memory.Target{ByteOrder: be, PtrSize: 8, PageSize: 4096}, Source: "elf"}, d2.Arch())
 }
 
 func TestResolvePPC64(t *testing.T) {
@@ -364,7 +364,7 @@ func TestResolvePPC64(t *testing.T) {
 	// the note's byte order the member.
 	a, err := resolveArch(Arch{}, ppcInfo, le)
 	require.NoError(t, err)
-	assert.Equal(t, Arch{Name: "ppc64le", ByteOrder: le, PtrSize: 8, Source: "vmcoreinfo"}, a)
+	assert.Equal(t, Arch{Name: "ppc64le", Target: memory.Target{ByteOrder: le, PtrSize: 8}, Source: "vmcoreinfo"}, a)
 	a, err = resolveArch(Arch{}, ppcInfo, be)
 	require.NoError(t, err)
 	assert.Equal(t, "ppc64", a.Name)
@@ -374,11 +374,11 @@ func TestResolvePPC64(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Arch{}, a)
 	// A ppc64le ELF with its note in the container keeps the ELF's order.
-	a, err = resolveArch(Arch{Name: "ppc64le", ByteOrder: le, Source: "elf"}, ppcInfo, nil)
+	a, err = resolveArch(Arch{Name: "ppc64le", Target: memory.Target{ByteOrder: le}, Source: "elf"}, ppcInfo, nil)
 	require.NoError(t, err)
-	assert.Equal(t, Arch{Name: "ppc64le", ByteOrder: le, PtrSize: 8, Source: "elf"}, a)
+	assert.Equal(t, Arch{Name: "ppc64le", Target: memory.Target{ByteOrder: le, PtrSize: 8}, Source: "elf"}, a)
 	// Another architecture's VMCOREINFO in a ppc64 container is a mismatch.
-	_, err = resolveArch(Arch{Name: "ppc64le", ByteOrder: le, Source: "elf"}, mustInfo(t, infoX86), nil)
+	_, err = resolveArch(Arch{Name: "ppc64le", Target: memory.Target{ByteOrder: le}, Source: "elf"}, mustInfo(t, infoX86), nil)
 	require.ErrorIs(t, err, memory.ErrCorrupt)
 	// 32-bit PowerPC prints RADIX_MMU too: not ppc64.
 	ppc32, err := vmcoreinfo.Parse([]byte("OSRELEASE=6.12.0\nSYMBOL(_stext)=c0000000\nNUMBER(RADIX_MMU)=0\n"))
@@ -403,7 +403,7 @@ func TestArch(t *testing.T) {
 		d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
 		require.NoError(t, err)
 		defer d.Close()
-		assert.Equal(t, Arch{Name: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, Source: "elf"}, d.Arch())
+		assert.Equal(t, Arch{Name: "arm64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}, Source: "elf"}, d.Arch())
 	})
 	// riscv64 prints NUMBER(VA_BITS) as arm64 does: an EM_RISCV core whose
 	// VMCOREINFO has only that line was once refused as corrupt.
@@ -413,7 +413,7 @@ func TestArch(t *testing.T) {
 			core := (&elfcoretest.Builder{Machine: elf.EM_RISCV, Notes: []elfcoretest.Note{elfcoretest.VMCOREINFONote(text)}, Segments: onePage}).Bytes()
 			d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
 			require.NoError(t, err)
-			assert.Equal(t, Arch{Name: "riscv64", ByteOrder: binary.LittleEndian, PtrSize: 8, Source: "elf"}, d.Arch())
+			assert.Equal(t, Arch{Name: "riscv64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Source: "elf"}, d.Arch())
 			d.Close()
 		}
 	})
@@ -425,7 +425,7 @@ func TestArch(t *testing.T) {
 		}, Segments: onePage}).Bytes()
 		d, err := OpenReaderAt(bytes.NewReader(core), int64(len(core)), Options{})
 		require.NoError(t, err)
-		assert.Equal(t, Arch{Name: "i386", ByteOrder: bo, PtrSize: 4, Source: "elf"}, d.Arch())
+		assert.Equal(t, Arch{Name: "i386", Target: memory.Target{ByteOrder: bo, PtrSize: 4, PageSize: 4096}, Source: "elf"}, d.Arch())
 		require.Len(t, d.CPUs(), 1)
 		assert.Equal(t, uint64(0xc1000000), d.CPUs()[0].PC)
 	})
@@ -437,7 +437,7 @@ func TestArch(t *testing.T) {
 		binary.LittleEndian.PutUint32(desc[72+15*4:], 0xc0a1b2c4)
 		notes := []elfcore.Note{{Name: "CORE", Type: 1, Desc: desc}}
 		a := archFromNotes(notes)
-		assert.Equal(t, Arch{Name: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Source: "notes"}, a)
+		assert.Equal(t, Arch{Name: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Source: "notes"}, a)
 		cpus := cpusFromNotes(notes, a, nil)
 		require.Len(t, cpus, 1)
 		assert.Equal(t, uint64(0xc0a1b2c4), cpus[0].PC)

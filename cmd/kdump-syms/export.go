@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -86,10 +85,7 @@ func cmdExport(args []string, stdout, stderr io.Writer) error {
 		c.rep.add(merr)
 	}
 	a := s.Dump().Arch()
-	t := export.Target{ByteOrder: a.ByteOrder, Class: elf.ELFCLASS64, Machine: a.ELFMachine()}
-	if a.PtrSize == 4 {
-		t.Class = elf.ELFCLASS32
-	}
+	t := export.Target{Target: a.Target, Machine: a.ELFMachine()}
 	written, err := export.WriteDir(*out, t, vmlinux, mods)
 	w := bufio.NewWriter(stdout)
 	for _, p := range written {
@@ -130,7 +126,7 @@ func exportISF(c *common, s *kdumpsyms.Session, vmlinux []symfinder.Symbol, path
 	a := s.Dump().Arch()
 	in := &export.ISF{
 		Producer: "kdump-syms", Version: export.ISFVersion(buildVersion()),
-		Spec: spec, ByteOrder: a.ByteOrder, PtrSize: a.PtrSize, Symbols: vmlinux,
+		Spec: spec, Target: a.Target, Symbols: vmlinux,
 	}
 	in.KASLROffset, _ = s.KASLROffset()
 	if info := s.Dump().Info(); info != nil && (a.Name == "x86_64" || a.Name == "i386") {

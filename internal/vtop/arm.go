@@ -130,7 +130,7 @@ func newARM(cfg Config) (*translator, error) {
 	if in == nil {
 		return nil, missing("arm", "no VMCOREINFO")
 	}
-	if cfg.PtrSize != 0 && cfg.PtrSize != 4 {
+	if cfg.PtrSize != 4 {
 		return nil, fmt.Errorf("vtop: arm with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {

@@ -86,7 +86,7 @@ func newARM64(cfg Config) (*translator, error) {
 	if in == nil {
 		return nil, missing("arm64", "no VMCOREINFO")
 	}
-	if cfg.PtrSize != 0 && cfg.PtrSize != 8 {
+	if cfg.PtrSize != 8 {
 		return nil, fmt.Errorf("vtop: arm64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
 	}
 	ps := uint64(cfg.PageSize)

@@ -146,7 +146,7 @@ func TestARM64(t *testing.T) {
 			if c.t1sz != 0 {
 				lines = append(lines, fmt.Sprintf("NUMBER(TCR_EL1_T1SZ)=%#x", c.t1sz))
 			}
-			tr, err := New(Config{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: int(psz), Info: info(t, lines...), Phys: m})
+			tr, err := New(Config{Arch: "arm64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: int(psz)}, Info: info(t, lines...), Phys: m})
 			require.NoError(t, err)
 			l := tr.Layout()
 			assert.Equal(t, c.levels, l.Levels)
@@ -241,7 +241,7 @@ func TestARM64ImageHead(t *testing.T) {
 				fmt.Sprintf("NUMBER(kimage_voffset)=%#x", kvo),
 				"NUMBER(PHYS_OFFSET)=0x40000000",
 			}, c.lines...)
-			tr, err := New(Config{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: info(t, lines...), Phys: m})
+			tr, err := New(Config{Arch: "arm64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: info(t, lines...), Phys: m})
 			require.NoError(t, err)
 			l := tr.Layout()
 			require.NotEmpty(t, l.FastPaths)

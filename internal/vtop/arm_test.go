@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -113,7 +114,7 @@ func (f *armFixture) new(t testing.TB, ranges bool) Translator {
 	if f.lpae {
 		lines = append(lines, "CONFIG_ARM_LPAE=y")
 	}
-	cfg := Config{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, PageSize: 4096, Info: info(t, lines...), Phys: f.m}
+	cfg := Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4, PageSize: 4096}, Info: info(t, lines...), Phys: f.m}
 	if ranges {
 		// The saved ranges of an extract: a boot ROM, then from
 		// swapper_pg_dir's page on (PHYS_OFFSET is 2 MiB and a page below).
@@ -214,7 +215,7 @@ func TestARM(t *testing.T) {
 		assert.False(t, ee.Read)
 	})
 	t.Run("unconfirmed", func(t *testing.T) {
-		tr, err := New(Config{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4,
+		tr, err := New(Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4},
 			Info: info(t, "SYMBOL(swapper_pg_dir)=c0004000", "SYMBOL(init_uts_ns)=c1800000"), Phys: newPhysMem(4096)})
 		require.NoError(t, err)
 		assert.Equal(t, uint64(0xC0000000), tr.Layout().DirectMap)
@@ -224,11 +225,11 @@ func TestARM(t *testing.T) {
 		assert.Equal(t, uint64(0x40004010), pa)
 	})
 	t.Run("errors", func(t *testing.T) {
-		_, err := New(Config{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Phys: newPhysMem(4096)})
+		_, err := New(Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Phys: newPhysMem(4096)})
 		assert.ErrorContains(t, err, "no VMCOREINFO")
-		_, err = New(Config{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: info(t, "PAGESIZE=4096"), Phys: newPhysMem(4096)})
+		_, err = New(Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Info: info(t, "PAGESIZE=4096"), Phys: newPhysMem(4096)})
 		assert.ErrorContains(t, err, "SYMBOL(swapper_pg_dir)")
-		_, err = New(Config{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: info(t, "SYMBOL(swapper_pg_dir)=c0004000"), Phys: newPhysMem(4096)})
+		_, err = New(Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: info(t, "SYMBOL(swapper_pg_dir)=c0004000"), Phys: newPhysMem(4096)})
 		assert.ErrorContains(t, err, "pointer size 8")
 	})
 }

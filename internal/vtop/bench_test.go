@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
 // BenchmarkTranslateCached measures a TLB hit.
@@ -48,7 +50,7 @@ func BenchmarkWalkS390X(b *testing.B) {
 	sb.mapPage(0x1a00000, 0x1a00000, 20)
 	vm := uint64(0x3ff00005000)
 	sb.mapPage(vm, 0x12345000, 12)
-	tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(b), Phys: m})
+	tr, err := New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(b), Phys: m})
 	require.NoError(b, err)
 	x := tr.(*translator)
 	b.ReportAllocs()

@@ -363,7 +363,7 @@ func TestIssue13ImageSizeCorpus(t *testing.T) {
 			require.NoError(t, err)
 			_, ok := in.Number("KERNEL_IMAGE_SIZE")
 			require.False(t, ok)
-			tr, err := vtop.New(vtop.Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: d.Physical()})
+			tr, err := vtop.New(vtop.Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: d.Physical()})
 			require.NoError(t, err)
 			ran = true
 			require.Equal(t, 4, tr.Layout().Levels, "walk on: %s", tr.Describe())

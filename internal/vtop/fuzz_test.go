@@ -181,13 +181,13 @@ func fuzzWalk(t *testing.T, data []byte, va uint64, flags uint8) {
 	rvinfo, _ := vmcoreinfo.Parse([]byte("OSRELEASE=f\nSYMBOL(swapper_pg_dir)=ffffffff80100000\nSYMBOL(_stext)=ffffffff80002000\n" +
 		"NUMBER(va_kernel_pa_offset)=0xffffffff80000000\nNUMBER(phys_ram_base)=0\nNUMBER(PAGE_OFFSET)=0xffffffd600000000\nNUMBER(VA_BITS)=" + rvBits + "\n"))
 	for _, cfg := range []Config{
-		{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390info, Phys: m},
-		{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: x86info, Phys: m},
-		{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: i386info, Phys: m},
-		{Arch: "arm64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: armInfo, Phys: m},
-		{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: ppcInfo, Phys: m},
-		{Arch: "arm", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: arm32info, Phys: m},
-		{Arch: "riscv64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: rvinfo, Phys: m},
+		{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390info, Phys: m},
+		{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: x86info, Phys: m},
+		{Arch: "i386", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Info: i386info, Phys: m},
+		{Arch: "arm64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}, Info: armInfo, Phys: m},
+		{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: ppcInfo, Phys: m},
+		{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Info: arm32info, Phys: m},
+		{Arch: "riscv64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: rvinfo, Phys: m},
 	} {
 		tr, err := New(cfg)
 		if err != nil {

@@ -77,7 +77,7 @@ func newI386(cfg Config) (*translator, error) {
 	if in == nil {
 		return nil, missing("i386", "no VMCOREINFO")
 	}
-	if cfg.PtrSize != 0 && cfg.PtrSize != 4 {
+	if cfg.PtrSize != 4 {
 		return nil, fmt.Errorf("vtop: i386 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func TestI386(t *testing.T) {
 			if c.pae {
 				lines = append(lines, "CONFIG_X86_PAE=y")
 			}
-			tr, err := New(Config{Arch: "i386", ByteOrder: bo, PtrSize: 4, PageSize: 4096, Info: info(t, lines...), Phys: m})
+			tr, err := New(Config{Arch: "i386", Target: memory.Target{ByteOrder: bo, PtrSize: 4, PageSize: 4096}, Info: info(t, lines...), Phys: m})
 			require.NoError(t, err)
 			l := tr.Layout()
 			assert.Equal(t, c.po, l.DirectMap)
@@ -106,7 +107,7 @@ func TestI386(t *testing.T) {
 		})
 	}
 	t.Run("unconfirmed", func(t *testing.T) {
-		tr, err := New(Config{Arch: "i386", ByteOrder: binary.LittleEndian, PtrSize: 4, Info: info(t, "SYMBOL(swapper_pg_dir)=c1a00000", "SYMBOL(init_uts_ns)=c1800000"), Phys: newPhysMem(4096)})
+		tr, err := New(Config{Arch: "i386", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Info: info(t, "SYMBOL(swapper_pg_dir)=c1a00000", "SYMBOL(init_uts_ns)=c1800000"), Phys: newPhysMem(4096)})
 		require.NoError(t, err)
 		assert.Equal(t, uint64(0xC0000000), tr.Layout().DirectMap)
 		assert.NotEmpty(t, tr.Layout().Notes)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
 // TestX86_64Mapped lists the mapped runs of a module region with 4 KiB
@@ -75,7 +77,7 @@ func TestS390XMapped(t *testing.T) {
 			b.mapPage(vm+0x100000, 0x0f000000, 20)
 			b.mapPage(vm+0x200000, 0x0f200000, 12) // right after the segment
 			b.mapPage(vm+0x80000000, 0x80000000, 31)
-			tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: m})
+			tr, err := New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(t), Phys: m})
 			require.NoError(t, err)
 			want := [][2]uint64{{vm + 0x5000, vm + 0x7000}, {vm + 0x9000, vm + 0xa000}, {vm + 0x100000, vm + 0x201000}, {vm + 0x80000000, vm + 0x100000000}}
 			assert.Equal(t, want, collect(t, tr.(Mapper), vm, vm+1<<32))
@@ -109,7 +111,7 @@ func TestS390XMapped(t *testing.T) {
 	b.mapPage(0, 0, 20)
 	const va = 0x3ff80005000
 	b.mapPage(va, 0x5000, 12)
-	tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: m})
+	tr, err := New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(t), Phys: m})
 	require.NoError(t, err)
 	at := uint64(s390Root + (va>>31&2047)*8)
 	rte := m.get(binary.BigEndian, 8, at)

@@ -152,7 +152,7 @@ func newPPC64(cfg Config) (*translator, error) {
 	if in == nil {
 		return nil, missing("ppc64", "no VMCOREINFO")
 	}
-	if cfg.PtrSize != 0 && cfg.PtrSize != 8 {
+	if cfg.PtrSize != 8 {
 		return nil, fmt.Errorf("vtop: ppc64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
 	}
 	pageSize := uint64(cfg.PageSize)

@@ -87,7 +87,7 @@ func ppcInfo(t testing.TB, pageSize int, radix string, extra ...string) *vmcorei
 
 func newPPCTranslator(t testing.TB, m *physMem, in *vmcoreinfo.Info) Translator {
 	t.Helper()
-	tr, err := New(Config{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: m})
+	tr, err := New(Config{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: m})
 	require.NoError(t, err)
 	return tr
 }
@@ -247,20 +247,20 @@ func TestPPC64MMUWithoutRadixNumber(t *testing.T) {
 
 func TestPPC64NewErrors(t *testing.T) {
 	m := newPhysMem(4096)
-	_, err := New(Config{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: m})
+	_, err := New(Config{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: m})
 	require.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
-	_, err = New(Config{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: m, Info: info(t, "SYMBOL(swapper_pg_dir)=c000000002750000")})
+	_, err = New(Config{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: m, Info: info(t, "SYMBOL(swapper_pg_dir)=c000000002750000")})
 	require.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo, "no PAGESIZE")
-	_, err = New(Config{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: m, Info: ppcInfo(t, 16384, "1")})
+	_, err = New(Config{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: m, Info: ppcInfo(t, 16384, "1")})
 	require.ErrorIs(t, err, errors.ErrUnsupported)
-	_, err = New(Config{Arch: "ppc64", ByteOrder: binary.BigEndian, PtrSize: 4, Phys: m, Info: ppcInfo(t, 4096, "1")})
+	_, err = New(Config{Arch: "ppc64", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 4}, Phys: m, Info: ppcInfo(t, 4096, "1")})
 	require.ErrorIs(t, err, errors.ErrUnsupported)
-	_, err = New(Config{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: m, Info: ppcInfo(t, 4096, "1", "NUMBER(VMALLOC_START)=0x1000")})
+	_, err = New(Config{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: m, Info: ppcInfo(t, 4096, "1", "NUMBER(VMALLOC_START)=0x1000")})
 	require.ErrorIs(t, err, memory.ErrCorrupt)
-	_, err = New(Config{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: m, Info: info(t, "PAGESIZE=4096", "SYMBOL(swapper_pg_dir)=2750000")})
+	_, err = New(Config{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: m, Info: info(t, "PAGESIZE=4096", "SYMBOL(swapper_pg_dir)=2750000")})
 	require.ErrorIs(t, err, memory.ErrCorrupt)
 	// Without swapper_pg_dir: the linear map only.
-	tr, err := New(Config{Arch: "ppc64le", ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: m, Info: info(t, "PAGESIZE=4096", "NUMBER(RADIX_MMU)=1")})
+	tr, err := New(Config{Arch: "ppc64le", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: m, Info: info(t, "PAGESIZE=4096", "NUMBER(RADIX_MMU)=1")})
 	require.NoError(t, err)
 	pa, err := tr.Translate(0xc000000000001000)
 	require.NoError(t, err)
@@ -276,7 +276,7 @@ func TestPPC64BigEndianKernel(t *testing.T) {
 	m := newPhysMem(4096)
 	b := newPPCBuilder(m, 16, ppcHash64K)
 	b.mapPage(0xc008000000010000, 0x120000, 1)
-	tr, err := New(Config{Arch: "ppc64", ByteOrder: binary.BigEndian, PtrSize: 8, Info: ppcInfo(t, 65536, "0"), Phys: m})
+	tr, err := New(Config{Arch: "ppc64", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: ppcInfo(t, 65536, "0"), Phys: m})
 	require.NoError(t, err)
 	pa, err := tr.Translate(0xc008000000012345)
 	require.NoError(t, err)

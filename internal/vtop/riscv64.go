@@ -108,7 +108,7 @@ func newRISCV64(cfg Config) (*translator, error) {
 	if in == nil {
 		return nil, missing("riscv64", "no VMCOREINFO")
 	}
-	if cfg.PtrSize != 0 && cfg.PtrSize != 8 {
+	if cfg.PtrSize != 8 {
 		return nil, fmt.Errorf("vtop: riscv64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {

@@ -85,7 +85,7 @@ func rvFixture(t testing.TB, levels int) (*physMem, *rvBuilder) {
 }
 
 func newRV(t testing.TB, m memory.Reader, in *vmcoreinfo.Info) Translator {
-	tr, err := New(Config{Arch: "riscv64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: m})
+	tr, err := New(Config{Arch: "riscv64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: m})
 	require.NoError(t, err)
 	return tr
 }
@@ -206,7 +206,7 @@ func TestRISCV64Faults(t *testing.T) {
 func TestRISCV64New(t *testing.T) {
 	m, _ := rvFixture(t, 3)
 	cfg := func(in *vmcoreinfo.Info) Config {
-		return Config{Arch: "riscv64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: m}
+		return Config{Arch: "riscv64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: m}
 	}
 	_, err := New(cfg(nil))
 	assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
@@ -222,7 +222,7 @@ func TestRISCV64New(t *testing.T) {
 
 	// swapper_pg_dir not in the dump: New names the table.
 	mm := newPhysMem(4096)
-	_, err = New(Config{Arch: "riscv64", ByteOrder: binary.LittleEndian, Info: rvInfo(t, 3), Phys: mm})
+	_, err = New(Config{Arch: "riscv64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: rvInfo(t, 3), Phys: mm})
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
 	assert.ErrorContains(t, err, "top-level page table")
 

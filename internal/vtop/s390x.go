@@ -152,7 +152,7 @@ func newS390X(cfg Config) (*translator, error) {
 	if in == nil {
 		return nil, missing("s390x", "no VMCOREINFO")
 	}
-	if cfg.PtrSize != 0 && cfg.PtrSize != 8 {
+	if cfg.PtrSize != 8 {
 		return nil, fmt.Errorf("vtop: s390x with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {

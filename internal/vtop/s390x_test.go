@@ -129,7 +129,7 @@ func TestS390XWalk(t *testing.T) {
 			b.mapPage(vmalloc+0x6000, 0x00123000, 12)
 			b.mapPage(vmalloc+0x100000, 0x0f000000, 20)
 			b.mapPage(vmalloc+0x80000000, 0x80000000, 31)
-			tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: m})
+			tr, err := New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(t), Phys: m})
 			require.NoError(t, err)
 			l := tr.Layout()
 			assert.Equal(t, top, l.Levels)
@@ -175,7 +175,7 @@ func TestS390XFaults(t *testing.T) {
 	b := newS390Builder(m, s390Root, s390RegionThird)
 	b.mapPage(0, 0, 20)
 	b.mapPage(0x3ff80005000, 0x5000, 12)
-	tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: m})
+	tr, err := New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(t), Phys: m})
 	require.NoError(t, err)
 	x := tr.(*translator)
 	rtIdx := uint64(0x3ff80005000 >> 31 & 2047)
@@ -209,14 +209,14 @@ func TestS390XFaults(t *testing.T) {
 
 	// swapper_pg_dir: missing, unreadable, or with entries of two types.
 	in := info(t, "SYMBOL(_stext)=100000", "KERNELOFFSET=0")
-	tr, err = New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: in, Phys: m})
+	tr, err = New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: in, Phys: m})
 	require.NoError(t, err)
 	_, err = tr.Translate(0x3ff80005000)
 	assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
-	_, err = New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: newPhysMem(4096)})
+	_, err = New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(t), Phys: newPhysMem(4096)})
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
 	m.put64(binary.BigEndian, s390Root+8*100, 0x2000|2<<2)
-	_, err = New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: s390Info(t), Phys: m})
+	_, err = New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(t), Phys: m})
 	assert.ErrorIs(t, err, memory.ErrCorrupt)
 }
 
@@ -245,7 +245,7 @@ func TestS390XIdentityBase(t *testing.T) {
 	b.mapPage(0x3ff00005000, 0x5000, 12)
 	in := info(t, "SYMBOL(_stext)="+hexs(stext), "SYMBOL(swapper_pg_dir)="+hexs(root), "SYMBOL(high_memory)="+hexs(hmVA),
 		"KERNELOFFSET="+hexs(kva), "KERNELOFFPHYS="+hexs(kphys), "IDENTITYBASE="+hexs(ident))
-	tr, err := New(Config{Arch: "s390x", ByteOrder: binary.BigEndian, PtrSize: 8, Info: in, Phys: m})
+	tr, err := New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: in, Phys: m})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(ident), tr.Layout().DirectMap)
 	x := tr.(*translator)

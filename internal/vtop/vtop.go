@@ -19,12 +19,11 @@ type Config struct {
 	// accepted).
 	// Others fail with an error wrapping errors.ErrUnsupported.
 	Arch string
-	// ByteOrder and PtrSize are the target's; nothing is assumed.
-	ByteOrder binary.ByteOrder
-	PtrSize   int
-	// PageSize is the dump's page size (the arm64 granule). 0 means take
-	// VMCOREINFO's PAGESIZE, or the architecture's only page size.
-	PageSize int
+	// Target is the machine's: its ByteOrder and PtrSize must be known
+	// (memory.Target.Check). A zero PageSize (the arm64 granule) is
+	// taken from VMCOREINFO's PAGESIZE, or is the architecture's only
+	// page size.
+	memory.Target
 	// Info is the dump's VMCOREINFO. It may be nil; New then fails with an
 	// error wrapping vmcoreinfo.ErrMissingInfo where the architecture needs
 	// it.
@@ -108,8 +107,8 @@ func New(cfg Config) (Translator, error) {
 	if cfg.Phys == nil {
 		return nil, errors.New("vtop: Config.Phys is nil")
 	}
-	if cfg.ByteOrder == nil {
-		return nil, errors.New("vtop: Config.ByteOrder is nil")
+	if err := cfg.Target.Check(); err != nil {
+		return nil, fmt.Errorf("vtop: %w", err)
 	}
 	var (
 		t   *translator

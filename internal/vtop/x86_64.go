@@ -104,7 +104,7 @@ func newX86_64(cfg Config) (*translator, error) {
 	if in == nil {
 		return nil, missing("x86_64", "no VMCOREINFO")
 	}
-	if cfg.PtrSize != 0 && cfg.PtrSize != 8 {
+	if cfg.PtrSize != 8 {
 		return nil, fmt.Errorf("vtop: x86_64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
 	}
 	t := &translator{pageShift: 12}

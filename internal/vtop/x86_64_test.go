@@ -67,7 +67,7 @@ func newX86Fixture(t testing.TB, levels int, sme uint64, extra ...string) *x86Fi
 
 func (f *x86Fixture) new(t testing.TB) Translator {
 	t.Helper()
-	tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: f.in, Phys: f.m})
+	tr, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}, Info: f.in, Phys: f.m})
 	require.NoError(t, err)
 	return tr
 }
@@ -245,7 +245,7 @@ func TestX86_64PhysBase(t *testing.T) {
 		// Drop NUMBER(phys_base): the search must find −0xf800000; the walk
 		// needs the root mapped by itself, which the image mapping does.
 		in := info(t, "SYMBOL(init_top_pgt)="+hexs(fxRootVA), "KERNELOFFSET=16200000")
-		tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: f.m})
+		tr, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: f.m})
 		require.NoError(t, err)
 		l := tr.Layout()
 		assert.Equal(t, fxPhysBase, l.PhysBase)
@@ -258,18 +258,18 @@ func TestX86_64PhysBase(t *testing.T) {
 		f := newX86Fixture(t, 4, 0)
 		in := info(t, "SYMBOL(init_top_pgt)="+hexs(fxRootVA))
 		pb := fxPhysBase
-		tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: f.m, PhysBase: &pb})
+		tr, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: f.m, PhysBase: &pb})
 		require.NoError(t, err)
 		assert.Equal(t, "Config.PhysBase", tr.Layout().PhysBaseSource)
 	})
 	t.Run("missing", func(t *testing.T) {
 		in := info(t, "KERNELOFFSET=0")
-		_, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: newPhysMem(4096)})
+		_, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: newPhysMem(4096)})
 		require.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
 	})
 	t.Run("positive without root", func(t *testing.T) {
 		in := info(t, "NUMBER(phys_base)=16777216")
-		tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: newPhysMem(4096)})
+		tr, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: newPhysMem(4096)})
 		require.NoError(t, err)
 		pa, err := tr.Translate(0xffffffff81000000)
 		require.NoError(t, err)
@@ -282,14 +282,14 @@ func TestX86_64PhysBase(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	for _, arch := range []string{"ppc", "riscv32", "mips"} {
-		_, err := New(Config{Arch: arch, ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: newPhysMem(4096)})
+		_, err := New(Config{Arch: arch, Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: newPhysMem(4096)})
 		assert.ErrorIs(t, err, errors.ErrUnsupported, arch)
 	}
-	_, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Phys: newPhysMem(4096)})
+	_, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Phys: newPhysMem(4096)})
 	assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
 	// The top-level table is not in the dump.
 	in := info(t, "NUMBER(phys_base)=0", "SYMBOL(init_top_pgt)=ffffffff82000000")
-	_, err = New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: newPhysMem(4096)})
+	_, err = New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: newPhysMem(4096)})
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
 }
 
@@ -308,7 +308,7 @@ func TestVirtualFallbackAndVerify(t *testing.T) {
 		}
 		return 0, memory.Fault(addr, "virtual", "", memory.ErrNotSaved)
 	})
-	tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: f.in, Phys: f.m, Virtual: virt})
+	tr, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: f.in, Phys: f.m, Virtual: virt})
 	require.NoError(t, err)
 	buf := make([]byte, 8)
 	require.NoError(t, memory.ReadFull(tr, buf, vm+0x1000))
@@ -340,7 +340,7 @@ func TestReadAtCoalesces(t *testing.T) {
 	}
 	delete(f.m.pages, (0x70000000+90*0x1000)>>12) // page 90's data is not in the dump
 	var sizes []int
-	tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096, Info: f.in,
+	tr, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}, Info: f.in,
 		Phys: memory.ReaderFunc(func(p []byte, addr uint64) (int, error) {
 			if len(p) > 8 { // not a page-table entry
 				sizes = append(sizes, len(p))
@@ -395,7 +395,7 @@ func TestIssue13ImageSize(t *testing.T) {
 			physBase := imagePA - (tc.stext - startKernelMap)
 			in := info(t, "SYMBOL(_stext)="+hexs(tc.stext), "SYMBOL(init_top_pgt)="+hexs(tc.root),
 				"NUMBER(phys_base)="+fmt.Sprint(int64(physBase)), "KERNELOFFSET="+tc.kaslr)
-			tr, err := New(Config{Arch: "x86_64", ByteOrder: binary.LittleEndian, PtrSize: 8, Info: in, Phys: m})
+			tr, err := New(Config{Arch: "x86_64", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: in, Phys: m})
 			require.NoError(t, err)
 			l := tr.Layout()
 			assert.Equal(t, 4, l.Levels, "walk on: %s", tr.Describe())

@@ -1,0 +1,96 @@
+package kdumpsyms_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/vmcore"
+)
+
+// phases counts the session's phases called name.
+func phases(s *kdumpsyms.Session, name string) int {
+	n := 0
+	for _, p := range s.Stats() {
+		if p.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// withHoles returns a vmcore option that makes the physical pages in
+// holes (4 KiB frame numbers) read as not saved.
+func withHoles(holes map[uint64]bool) vmcore.Options {
+	return vmcore.Options{WrapPhysical: func(r memory.Reader) memory.Reader {
+		return memory.ReaderFunc(func(p []byte, addr uint64) (int, error) {
+			for off := uint64(0); off < uint64(len(p)); {
+				a := addr + off
+				if holes[a>>12] {
+					return int(off), memory.Fault(a, "physical", "test hole", memory.ErrNotSaved)
+				}
+				off += 4096 - a%4096
+			}
+			return r.ReadAt(p, addr)
+		})
+	}}
+}
+
+// TestBTFFoundOnce: the struct layouts, the module walk, the ftrace, BPF
+// and kprobes readers, ORC's module tables and BTF share one discovery of
+// the dump's BTF: the session's statistics show one "btf" phase. So they
+// do when the BTF cannot be read: the layouts are then inferred, and BTF
+// returns the failure remembered, without looking again.
+func TestBTFFoundOnce(t *testing.T) {
+	for _, g := range testutil.Sample(t, "deb13-6.12-amd64") {
+		t.Run(g.Name, func(t *testing.T) {
+			paths := g.RequireDump(t, testutil.DumpZlib)
+			everything := func(s *kdumpsyms.Session) {
+				s.Modules()
+				s.Ftrace()
+				s.BPF()
+				s.Kprobes()
+				s.Layouts()
+				s.BTF()
+				for _, c := range s.Dump().CPUs() {
+					s.Unwind(c.Regs)
+				}
+			}
+			s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
+			require.NoError(t, err)
+			defer s.Close()
+			everything(s)
+			_, _, err = s.BTF()
+			require.NoError(t, err)
+			assert.Equal(t, 1, phases(s, "btf"), "BTF found and decoded more than once")
+
+			// The same dump with the BTF's pages missing.
+			start, err := s.Chain().LookupName("__start_BTF")
+			require.NoError(t, err)
+			stop, err := s.Chain().LookupName("__stop_BTF")
+			require.NoError(t, err)
+			tr, err := s.Dump().Translator()
+			require.NoError(t, err)
+			holes := map[uint64]bool{}
+			for va := start.Addr &^ 4095; va < stop.Addr; va += 4096 {
+				pa, err := tr.Translate(va)
+				require.NoError(t, err)
+				holes[pa>>12] = true
+			}
+			s2, err := kdumpsyms.Open(kdumpsyms.Options{Dump: withHoles(holes)}, paths...)
+			require.NoError(t, err)
+			defer s2.Close()
+			everything(s2)
+			_, _, err = s2.BTF()
+			assert.ErrorIs(t, err, memory.ErrNotSaved)
+			_, how, err := s2.Layouts()
+			require.NoError(t, err)
+			assert.Contains(t, how, "inferred")
+			assert.Equal(t, 1, phases(s2, "btf"), "a missing BTF looked for more than once")
+		})
+	}
+}
