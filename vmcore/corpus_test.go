@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,13 +32,49 @@ func wantFormat(f testutil.DumpFormat) string {
 	return "kdump"
 }
 
+// corpusDump is one dump of a guest that testutil finds: the full dump
+// of the cache, else the committed extract.
+type corpusDump struct {
+	format  testutil.DumpFormat
+	paths   []string
+	extract bool // the committed extract: only the pages decoding reads
+}
+
+// guestDumps memoizes dumpsOf per guest: testutil's DumpPaths and
+// IsExtract hash the committed files on every call, and every corpus test
+// asks for every guest.
+var guestDumps struct {
+	sync.Mutex
+	m map[string][]corpusDump
+}
+
+// dumpsOf returns the guest's available dumps (AvailableDumps), found once
+// per test binary.
+func dumpsOf(g *testutil.CorpusGuest) []corpusDump {
+	guestDumps.Lock()
+	defer guestDumps.Unlock()
+	if d, ok := guestDumps.m[g.Name]; ok {
+		return d
+	}
+	var out []corpusDump
+	for _, f := range g.AvailableDumps() {
+		paths, _ := g.DumpPaths(f)
+		out = append(out, corpusDump{format: f, paths: paths, extract: g.IsExtract(f)})
+	}
+	if guestDumps.m == nil {
+		guestDumps.m = map[string][]corpusDump{}
+	}
+	guestDumps.m[g.Name] = out
+	return out
+}
+
 // corpusDumps yields the guests with at least one cached dump, skipping
 // the test when there are none.
 func corpusDumps(t *testing.T) []*testutil.CorpusGuest {
 	t.Helper()
 	var out []*testutil.CorpusGuest
 	for _, g := range testutil.Corpus(t) {
-		if len(g.AvailableDumps()) > 0 {
+		if len(dumpsOf(g)) > 0 {
 			out = append(out, g)
 		}
 	}
@@ -54,10 +91,10 @@ func TestCorpusOpen(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			truth := g.VMCOREINFO(t)
 			release := g.Uname(t)
-			for _, f := range g.AvailableDumps() {
+			for _, cd := range dumpsOf(g) {
+				f := cd.format
 				t.Run(string(f), func(t *testing.T) {
-					paths, _ := g.DumpPaths(f)
-					d, err := Open(paths...)
+					d, err := Open(cd.paths...)
 					require.NoError(t, err)
 					defer d.Close()
 					assert.Equal(t, wantFormat(f), d.Format())
@@ -77,7 +114,7 @@ func TestCorpusOpen(t *testing.T) {
 					require.True(t, ok)
 					var b [16]byte
 					err = memory.ReadFull(k, b[:], stext)
-					if g.IsExtract(f) && errors.Is(err, memory.ErrNotSaved) {
+					if cd.extract && errors.Is(err, memory.ErrNotSaved) {
 						return // an extract holds only what symbol decoding reads
 					}
 					require.NoError(t, err, "reading _stext")
@@ -94,10 +131,9 @@ func TestCorpusScan(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			addr, _ := g.VMCOREINFOSys(t)
 			truth := bytes.TrimRight(g.VMCOREINFO(t), "\x00")
-			for _, f := range g.AvailableDumps() {
-				t.Run(string(f), func(t *testing.T) {
-					paths, _ := g.DumpPaths(f)
-					d, err := OpenWith(Options{ForceScan: true}, paths...)
+			for _, cd := range dumpsOf(g) {
+				t.Run(string(cd.format), func(t *testing.T) {
+					d, err := OpenWith(Options{ForceScan: true}, cd.paths...)
 					require.NoError(t, err)
 					defer d.Close()
 					how := "memory-scan"
@@ -133,13 +169,10 @@ func TestCorpusSamePages(t *testing.T) {
 			ref, err := Open(refPaths...)
 			require.NoError(t, err)
 			defer ref.Close()
-			for _, f := range g.AvailableDumps() {
+			for _, cd := range dumpsOf(g) {
+				f := cd.format
 				t.Run(string(f), func(t *testing.T) {
-					paths, _ := g.DumpPaths(f)
-					// Asked once, not per page: IsExtract hashes the
-					// committed file.
-					isExtract := g.IsExtract(f)
-					d, err := Open(paths...)
+					d, err := Open(cd.paths...)
 					require.NoError(t, err)
 					defer d.Close()
 					ps := uint64(d.PageSize())
@@ -159,7 +192,7 @@ func TestCorpusSamePages(t *testing.T) {
 						a := pages[i]
 						require.NoError(t, memory.ReadFull(d.Physical(), got, a), "page %#x", a)
 						if err := memory.ReadFull(ref.Physical(), want, a); err != nil {
-							if isExtract && errors.Is(err, memory.ErrNotSaved) {
+							if cd.extract && errors.Is(err, memory.ErrNotSaved) {
 								// Extracts keep whole blocks of their dump: QEMU's
 								// arm64 kdump has 64 KiB ones, the ELF 4 KiB pages.
 								continue
