@@ -91,6 +91,9 @@ func decodeISF(t *testing.T, raw []byte) (*isfFile, []string) {
 // symbols volatility3 reads are typed; linux_banner holds the banner the
 // guest's uname printed.
 func TestExportISFCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exports a whole kernel's types and symbols (30 MB of JSON): not with -short")
+	}
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
 	dump := g.RequireDump(t, testutil.DumpQEMUELF)[0]
 	out := filepath.Join(t.TempDir(), "symbols", "linux", "deb13.json") // directories created

@@ -58,6 +58,9 @@ func elfBindType(k byte, inCode bool) (elf.SymBind, elf.SymType) {
 // i386 (ELF32); arm64 (its $x and $d mapping symbols) and the rest with
 // testutil.Thorough.
 func TestExportCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exports a whole kernel and runs gdb and nm on it: not with -short")
+	}
 	for _, g := range testutil.Sample(t, "deb11-5.10-i386", "deb13-6.12-amd64") {
 		t.Run(g.Name, func(t *testing.T) {
 			t.Parallel()
