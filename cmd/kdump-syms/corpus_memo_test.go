@@ -107,8 +107,13 @@ func dumpsOf(g *testutil.CorpusGuest) []corpusDump {
 	return guestDumps.get(g.Name, func() []corpusDump {
 		var out []corpusDump
 		for _, f := range g.AvailableDumps() {
-			paths, _ := g.DumpPaths(f)
-			out = append(out, corpusDump{format: f, paths: paths, extract: g.IsExtract(f)})
+			// What DumpPaths and IsExtract say, with one hash of the
+			// committed file, not two more.
+			if paths, ok := g.FullDumpPaths(f); ok {
+				out = append(out, corpusDump{format: f, paths: paths})
+			} else if paths, ok := g.ExtractPaths(f); ok {
+				out = append(out, corpusDump{format: f, paths: paths, extract: true})
+			}
 		}
 		return out
 	})
