@@ -135,17 +135,17 @@ type guestDump struct {
 	dump string
 }
 
-// preferredFormats are the formats corpusDumps picks from, the smallest first.
+// preferredFormats are the formats corpusDumps picks from, the smallest
+// first: on the amd64 guests a makedumpfile kdump, elsewhere QEMU's ELF.
 var preferredFormats = []testutil.DumpFormat{testutil.DumpZstd, testutil.DumpZlib, testutil.DumpQEMUELF}
 
-// pickDumps returns one dump of each of guests, in manifest order,
-// preferring the smallest format present, and skips the test when there
-// is none.
-func pickDumps(t *testing.T, guests []*testutil.CorpusGuest) []guestDump {
+// pickDumps returns one dump of each of guests, in manifest order, the
+// first of formats present, and skips the test when there is none.
+func pickDumps(t *testing.T, guests []*testutil.CorpusGuest, formats []testutil.DumpFormat) []guestDump {
 	t.Helper()
 	var out []guestDump
 	for _, g := range guests {
-		for _, f := range preferredFormats {
+		for _, f := range formats {
 			if d, ok := dumpOf(g, f); ok {
 				out = append(out, guestDump{g, d.paths[0]})
 				break
@@ -176,17 +176,24 @@ func guestSample(g *testutil.CorpusGuest) []corpusDump {
 	return nil
 }
 
-// corpusDumps returns one dump of each corpus guest (see pickDumps).
+// corpusDumps returns one dump of each corpus guest, in preferredFormats'
+// order.
 func corpusDumps(t *testing.T) []guestDump {
 	t.Helper()
-	return pickDumps(t, testutil.Corpus(t))
+	return pickDumps(t, testutil.Corpus(t), preferredFormats)
 }
 
-// sampleDumps returns one dump of each guest testutil.Sample picks from
-// names (see pickDumps).
+// elfFirst is the order of formats for tests that read a dump's symbols
+// but not its container: QEMU's ELF, whose pages are read without
+// decompressing them. corpusDumps's kdump files are decoded by
+// TestAllCorpus.
+var elfFirst = []testutil.DumpFormat{testutil.DumpQEMUELF, testutil.DumpZstd, testutil.DumpZlib}
+
+// sampleDumps returns one dump, in elfFirst order, of each guest
+// testutil.Sample picks from names.
 func sampleDumps(t *testing.T, names ...string) []guestDump {
 	t.Helper()
-	return pickDumps(t, testutil.Sample(t, names...))
+	return pickDumps(t, testutil.Sample(t, names...), elfFirst)
 }
 
 // textMatch is an io.Writer that compares what is written with want as it

@@ -75,9 +75,8 @@ func TestExtractCLI(t *testing.T) {
 // the same on both.
 //
 // The extract package checks its writers on each architecture family;
-// here the command is run on x86_64 from a kdump input, on i386 and
-// armhf (32-bit, without KALLSYMS_ALL: modules found by scanning) and on
-// big-endian s390x.
+// here the command is run on x86_64, on i386 and armhf (32-bit, without
+// KALLSYMS_ALL: modules found by scanning) and on big-endian s390x.
 func TestExtractCorpus(t *testing.T) {
 	for _, c := range sampleDumps(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-armhf", "deb13-6.12-s390x") {
 		g, dump := c.g, c.dump

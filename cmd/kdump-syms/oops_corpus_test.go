@@ -134,7 +134,7 @@ func assertSameText(t *testing.T, want, got string) {
 // (s390x's "[<addr>] sym+off/size"), it is the same address.
 func TestOopsConsoleLogs(t *testing.T) {
 	checked := 0
-	for _, c := range corpusDumps(t) {
+	for _, c := range pickDumps(t, testutil.Corpus(t), elfFirst) {
 		g, dump := c.g, c.dump
 		text, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
 		if err != nil {
