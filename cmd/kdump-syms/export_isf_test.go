@@ -159,7 +159,8 @@ func TestExportISFCorpus(t *testing.T) {
 			continue
 		}
 		sym, ok := f.Symbols[e.Name]
-		if !assert.True(t, ok, e.Name) {
+		if !ok { // a plain if: 190,000 symbols
+			t.Errorf("%s: not in the ISF file's symbols", e.Name)
 			continue
 		}
 		want := e.Addr - kaslr
