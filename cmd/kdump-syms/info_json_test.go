@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,9 +16,15 @@ import (
 // TestInfoJSONCorpus: info --format json names the guest's release and
 // build ID with and without decoding symbols; with them, the kallsyms
 // finder counts the vmlinux lines of /proc/kallsyms.
+//
+// An output format over the decoding TestAllCorpus checks: run on x86_64
+// with KASLR, i386 (32-bit, no KALLSYMS_ALL, no BTF) and big-endian s390x
+// (no KASLR).
 func TestInfoJSONCorpus(t *testing.T) {
-	for g, dump := range corpusDumps(t) {
+	for _, c := range sampleDumps(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-s390x") {
+		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {
+			t.Parallel()
 			in, err := vmcoreinfo.Parse(g.VMCOREINFO(t))
 			require.NoError(t, err)
 			wantID, ok := in.BuildID()
@@ -44,7 +52,7 @@ func TestInfoJSONCorpus(t *testing.T) {
 			assert.Empty(t, full.Kallsyms.Error)
 			require.NotEmpty(t, full.Finders)
 			assert.Equal(t, "kallsyms", full.Finders[0].Name)
-			vmlinux := strings.Count(string(g.VmlinuxKallsymsText(t)), "\n")
+			vmlinux := bytes.Count(truthLines(t, g, testutil.SymVmlinux), []byte("\n"))
 			assert.Equal(t, vmlinux, full.Finders[0].Symbols)
 		})
 	}
@@ -62,8 +70,10 @@ func parseHex(t *testing.T, s string) uint64 {
 // corpus tool recorded from the QEMU ELF dump, whatever the container, and
 // single values.
 func TestVMCOREINFOCorpus(t *testing.T) {
-	for g, dump := range corpusDumps(t) {
+	for _, c := range corpusDumps(t) {
+		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {
+			t.Parallel()
 			code, stdout, stderr := runCLI("vmcoreinfo", dump)
 			require.Equal(t, exitOK, code, stderr)
 			assert.Equal(t, strings.TrimRight(string(g.VMCOREINFO(t)), "\x00\n")+"\n", stdout)

@@ -17,9 +17,10 @@ import (
 var consolePanic = regexp.MustCompile(`\] (Kernel panic - not syncing: .*)`)
 var consoleCPU = regexp.MustCompile(`\] CPU: (\d+) (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
 
-// TestPanicCorpus: on every corpus dump that holds the log, panic names the
-// panic the console printed, the CPU and task the console named, finds the
-// crashing CPU's register note and symbolizes its program counter.
+// TestPanicCorpus: on a dump of every corpus guest (every dump with
+// testutil.Thorough; see guestSample), where it holds the log, panic names
+// the panic the console printed, the CPU and task the console named, finds
+// the crashing CPU's register note and symbolizes its program counter.
 func TestPanicCorpus(t *testing.T) {
 	ran := 0
 	for _, g := range testutil.Corpus(t) {
@@ -32,15 +33,15 @@ func TestPanicCorpus(t *testing.T) {
 		wantCPU := consoleCPU.FindStringSubmatch(text)
 		require.NotNil(t, wantMsg, "no panic in %s's console log", g.Name)
 		require.NotNil(t, wantCPU)
-		for _, f := range g.AvailableDumps() {
-			paths, _ := g.DumpPaths(f)
+		for _, cd := range guestSample(g) {
+			paths, f := cd.paths, cd.format
 			t.Run(g.Name+"/"+string(f), func(t *testing.T) {
 				args := []string{"panic", "--format", "json", paths[0]}
 				for _, p := range paths[1:] {
 					args = append(args, "--part", p)
 				}
 				code, stdout, stderr := runCLI(args...)
-				if g.IsExtract(f) && code != exitOK {
+				if cd.extract && code != exitOK {
 					t.Skipf("the committed extract lacks the kernel log: %s", strings.TrimSpace(stderr))
 				}
 				require.Equal(t, exitOK, code, stderr)

@@ -54,7 +54,7 @@ func guestWithXFS(t *testing.T) (*testutil.CorpusGuest, string) {
 }
 
 func truthSymbol(t *testing.T, g *testutil.CorpusGuest, module, name string) testutil.KallsymsEntry {
-	for _, e := range g.Kallsyms(t) {
+	for _, e := range truthSyms(t, g) {
 		if e.Module == module && e.Name == name {
 			return e
 		}
@@ -93,7 +93,7 @@ func TestReverseAndModules(t *testing.T) {
 	code, stdout, stderr = runCLI("all", "--module", "crc16", dump)
 	require.Equal(t, exitOK, code, stderr)
 	var want []string
-	for line := range strings.Lines(string(g.KallsymsText(t))) {
+	for line := range strings.Lines(string(truthText(t, g))) {
 		if strings.HasSuffix(line, "\t[crc16]\n") {
 			want = append(want, line)
 		}
@@ -112,7 +112,7 @@ func TestSystemMapRoundTrip(t *testing.T) {
 	code, stdout, stderr := runCLI("all", "--format", "system.map", dump)
 	require.Equal(t, exitOK, code, stderr)
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-	assert.Len(t, lines, len(strings.Split(strings.TrimSuffix(string(g.VmlinuxKallsymsText(t)), "\n"), "\n")))
+	assert.Len(t, lines, len(strings.Split(strings.TrimSuffix(string(truthLines(t, g, testutil.SymVmlinux)), "\n"), "\n")))
 	assert.NotContains(t, stdout, "\t")
 	assert.True(t, slices.IsSorted(lines) || slices.IsSortedFunc(lines, func(a, b string) int { return strings.Compare(a[:16], b[:16]) }))
 	slide, ok := kaslrOf(t, dump)

@@ -79,19 +79,27 @@ func corruptCopy(t *testing.T, src string, va uint64, n int) string {
 	return corrupttest.Copy(t, src, va, n)
 }
 
-// TestBrokenKallsyms: on every corpus guest's ELF dump with its kallsyms
+// brokenGuests are the guests whose ELF dumps TestBrokenKallsyms and
+// TestBrokenKallsymsTables damage (every guest with testutil.Thorough):
+// the kallsyms tables of a 5.10 kernel (32-bit i386) and of 6.12 kernels,
+// little- and big-endian.
+var brokenGuests = []string{"deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-s390x"}
+
+// TestBrokenKallsyms: on corpus guests' ELF dumps with their kallsyms
 // token table overwritten, every command prints at most two lines on
 // stderr, the first naming kallsyms and an address, the second the finders
 // it stopped; the status is 1 where nothing useful came out, 3 for info.
 func TestBrokenKallsyms(t *testing.T) {
 	n := 0
-	for _, g := range testutil.Corpus(t) {
-		p, ok := g.DumpPaths(testutil.DumpQEMUELF)
+	for _, g := range testutil.Sample(t, brokenGuests...) {
+		d, ok := dumpOf(g, testutil.DumpQEMUELF)
 		if !ok {
 			continue
 		}
+		p := d.paths
 		n++
 		t.Run(g.Name, func(t *testing.T) {
+			t.Parallel()
 			b := brokenKallsymsCopy(t, p[0])
 			// Corrupt tables fail an extract; tables a scan cannot find
 			// leave an extract without symbols.
@@ -144,13 +152,15 @@ func TestBrokenKallsyms(t *testing.T) {
 
 // TestBrokenKallsymsTables: whichever kallsyms table is damaged (so that
 // several candidate layouts are tried and fail), "all" says so in one line
-// and names the stopped finders in another; -v lists the candidates.
+// and names the stopped finders in another; -v lists the candidates. On
+// the brokenGuests.
 func TestBrokenKallsymsTables(t *testing.T) {
-	for _, g := range testutil.Corpus(t) {
-		p, ok := g.DumpPaths(testutil.DumpQEMUELF)
+	for _, g := range testutil.Sample(t, brokenGuests...) {
+		d, ok := dumpOf(g, testutil.DumpQEMUELF)
 		if !ok {
 			continue
 		}
+		p := d.paths
 		s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, p[0])
 		require.NoError(t, err)
 		k, err := s.Kallsyms()
@@ -162,6 +172,7 @@ func TestBrokenKallsymsTables(t *testing.T) {
 				continue
 			}
 			t.Run(g.Name+"/"+name, func(t *testing.T) {
+				t.Parallel()
 				b := corruptCopy(t, p[0], r.Addr, 16)
 				code, stdout, stderr := runCLI("all", b)
 				assert.Equal(t, exitError, code)
