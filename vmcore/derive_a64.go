@@ -366,7 +366,12 @@ func newArmWalker(phys memory.Reader, ranges func(func(uint64, uint64) bool)) *a
 }
 
 // page records p, at pa, as a candidate root for every layout it passes.
+// A page of zeros, most of a raw image, passes none: it is skipped with
+// one comparison instead of each layout's walk over its entries.
 func (s *armScan) page(w *armWalker, p []byte, pa uint64) {
+	if allZero(p) {
+		return
+	}
 	for i, l := range armLayouts {
 		if w.candidate(l, p) {
 			if len(s.cands) >= maxRootsKept {
@@ -376,6 +381,19 @@ func (s *armScan) page(w *armWalker, p []byte, pa uint64) {
 			s.cands = append(s.cands, armCand{pa, i})
 		}
 	}
+}
+
+// allZero reports whether p holds only zero bytes.
+func allZero(p []byte) bool {
+	var zeros [512]byte
+	for len(p) > 0 {
+		n := min(len(p), len(zeros))
+		if !bytes.Equal(p[:n], zeros[:n]) {
+			return false
+		}
+		p = p[n:]
+	}
+	return true
 }
 
 // deriveARM64From is deriveARM64 on what scanImage collected.
