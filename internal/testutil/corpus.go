@@ -678,6 +678,19 @@ func (g *CorpusGuest) AvailableDumps() []DumpFormat {
 	return out
 }
 
+// OneDump returns the format a test uses when it needs a dump of the
+// guest rather than every format: the first of AvailableDumps, which is
+// the QEMU ELF dump whenever there is one (its pages are read in place,
+// none decompressed). It is false when the guest has no dump here.
+func (g *CorpusGuest) OneDump() (DumpFormat, bool) {
+	for _, f := range AllDumpFormats {
+		if _, ok := g.DumpPaths(f); ok {
+			return f, true
+		}
+	}
+	return "", false
+}
+
 // ReadSHA256SUMS parses testdata/vmcores/SHA256SUMS into "guest/file" → hex digest.
 func ReadSHA256SUMS(tb testing.TB) map[string]string {
 	tb.Helper()

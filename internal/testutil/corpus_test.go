@@ -256,6 +256,8 @@ func TestRequireDumpSkips(t *testing.T) {
 	_, ok := g.DumpPaths(DumpSplit)
 	assert.False(t, ok)
 	assert.Empty(t, g.AvailableDumps())
+	_, ok = g.OneDump()
+	assert.False(t, ok)
 	ran := false
 	t.Run("skip", func(t *testing.T) {
 		defer func() { ran = t.Skipped() }()
@@ -382,4 +384,15 @@ func TestCorpusExtractsFresh(t *testing.T) {
 		}
 	}
 	assert.NotZero(t, n, "no committed extracts")
+}
+
+// TestOneDump: the one dump of a guest is its QEMU ELF dump, which every
+// guest has (committed as an extract).
+func TestOneDump(t *testing.T) {
+	for _, g := range allGuests(t) {
+		f, ok := g.OneDump()
+		require.True(t, ok, g.Name)
+		assert.Equal(t, DumpQEMUELF, f, g.Name)
+		assert.Equal(t, DumpQEMUELF, g.AvailableDumps()[0], g.Name)
+	}
 }
