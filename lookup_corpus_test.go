@@ -28,7 +28,7 @@ type kernelOracle struct {
 	vm       []testutil.KallsymsEntry // vmlinux symbols sorted by address, stable
 	ranges   [][2]uint64              // [start, end) or [start, end] (inclusive)
 	incl     bool
-	sections map[string]uint64
+	sections map[string]uint64 // the first address of each of sectionNames
 	mods     []oracleModule
 }
 
@@ -68,16 +68,21 @@ func releaseOf(uname string) (int, int) {
 	return a, b
 }
 
+// sectionNames are the vmlinux symbols the oracle and the probes use.
+var sectionNames = []string{"_text", "_stext", "_etext", "_sinittext", "_einittext", "_end", "__per_cpu_start", "__per_cpu_end"}
+
 func newKernelOracle(t *testing.T, g *testutil.CorpusGuest, set *modsyms.Set) *kernelOracle {
 	o := &kernelOracle{sections: map[string]uint64{}}
 	maj, min := releaseOf(g.Uname(t))
 	o.incl = maj < 5 || maj == 5 && min < 16
 	byMod := map[string]*oracleModule{}
-	for _, e := range g.Kallsyms(t) {
+	entries := g.Kallsyms(t)
+	o.vm = make([]testutil.KallsymsEntry, 0, len(entries))
+	for _, e := range entries {
 		switch e.Kind {
 		case testutil.SymVmlinux:
 			o.vm = append(o.vm, e)
-			if _, dup := o.sections[e.Name]; !dup {
+			if _, dup := o.sections[e.Name]; !dup && slices.Contains(sectionNames, e.Name) {
 				o.sections[e.Name] = e.Addr
 			}
 		case testutil.SymModule:
@@ -330,7 +335,7 @@ func TestLookupKernelRules(t *testing.T) {
 
 			// A System.map of the same kernel, at link-time addresses.
 			slide, _ := s.KASLROffset()
-			var smap []byte
+			smap := make([]byte, 0, 48*len(o.vm))
 			text := o.sections["_text"]
 			for _, e := range o.vm {
 				a := e.Addr
@@ -391,8 +396,8 @@ func TestLookupKernelRules(t *testing.T) {
 				// The file source: vmlinux exactly (it takes the 5.16+
 				// range ends), modules by name and offset, never more.
 				var fh oracleHit
-				if hits := collectHits(file, a); len(hits) > 0 {
-					fh = oracleHit{name: hits[0].Name, module: hits[0].Module, addr: hits[0].Addr, size: hits[0].Size}
+				if hit, ok := bestHit(file, a); ok {
+					fh = oracleHit{name: hit.Name, module: hit.Module, addr: hit.Addr, size: hit.Size}
 					fileAnswered++
 				}
 				if o.incl && want.name != "" && want.module == "" && fh.name == "" {
@@ -400,8 +405,8 @@ func TestLookupKernelRules(t *testing.T) {
 				}
 				// The System.map: vmlinux exactly, modules not at all.
 				var mh oracleHit
-				if hits := collectHits(sysmap, a); len(hits) > 0 {
-					mh = oracleHit{name: hits[0].Name, module: hits[0].Module, addr: hits[0].Addr, size: hits[0].Size}
+				if hit, ok := bestHit(sysmap, a); ok {
+					mh = oracleHit{name: hit.Name, module: hit.Module, addr: hit.Addr, size: hit.Size}
 				}
 				if wm := want; (wm.module == "" && mh != wm || wm.module != "" && mh.name != "") && bad < 20 {
 					t.Errorf("%#x: System.map gives %v, the kernel %v", a, mh, want)
@@ -500,10 +505,13 @@ func chainOf(t *testing.T, s *kdumpsyms.Session, names ...string) *symfinder.Cha
 	return c
 }
 
-func collectHits(f symfinder.Finder, a uint64) []symfinder.Symbol {
-	var out []symfinder.Symbol
-	_ = f.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: a}, func(s symfinder.Symbol) bool { out = append(out, s); return true })
-	return out
+// bestHit returns the first symbol a finder gives for an address (ByAddr
+// yields the best first), without collecting the rest.
+func bestHit(f symfinder.Finder, a uint64) (symfinder.Symbol, bool) {
+	var hit symfinder.Symbol
+	ok := false
+	_ = f.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: a}, func(s symfinder.Symbol) bool { hit, ok = s, true; return false })
+	return hit, ok
 }
 
 // checkRegionsAgainstProcModules ties the regions read from the dump to
