@@ -34,7 +34,8 @@ func TestCorpusModuleScan(t *testing.T) {
 				defer d.Close()
 				k, err := d.Kernel()
 				require.NoError(t, err)
-				res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{})
+				// Lazily: a few names are looked up.
+				res, err := kallsyms.Load(k, d.Info(), kallsyms.Options{Lazy: true})
 				require.NoError(t, err)
 				syms := modsyms.FromFinder(res.Finder())
 				stext, _ := syms("_stext")
