@@ -395,5 +395,10 @@ func TestOneDump(t *testing.T) {
 		require.True(t, ok, g.Name)
 		assert.Equal(t, DumpQEMUELF, f, g.Name)
 		assert.Equal(t, DumpQEMUELF, g.AvailableDumps()[0], g.Name)
+		if Thorough() {
+			assert.Equal(t, g.AvailableDumps(), g.SampleDumps(), g.Name)
+		} else {
+			assert.Equal(t, []DumpFormat{DumpQEMUELF}, g.SampleDumps(), g.Name)
+		}
 	}
 }

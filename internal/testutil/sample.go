@@ -44,3 +44,19 @@ func Sample(tb testing.TB, names ...string) []*CorpusGuest {
 	}
 	return out
 }
+
+// SampleDumps returns the formats a test reads when it checks a decoder
+// over the bytes the containers give rather than the containers
+// themselves: the guest's one dump (see OneDump) in the default run, every
+// format of AvailableDumps when Thorough. TestSessionCorpus decodes every
+// format end to end in the default run, and the container packages' own
+// corpus tests check their decoding.
+func (g *CorpusGuest) SampleDumps() []DumpFormat {
+	if Thorough() {
+		return g.AvailableDumps()
+	}
+	if f, ok := g.OneDump(); ok {
+		return []DumpFormat{f}
+	}
+	return nil
+}
