@@ -14,15 +14,18 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
-// TestCorpus decodes every cached real dump and compares the result with
-// the vmlinux part of the guest's /proc/kallsyms line for line: once with
-// the tables from VMCOREINFO where the kernel exports them (v6.0+), once by
-// scanning the kernel image as for kernels that do not (every dump; the
-// Debian 5.10 ones have no other way), and lazily.
+// TestCorpus decodes a real dump of every corpus guest and compares the
+// result with the vmlinux part of the guest's /proc/kallsyms line for
+// line: once with the tables from VMCOREINFO where the kernel exports them
+// (v6.0+), once by scanning the kernel image as for kernels that do not
+// (every dump; the Debian 5.10 ones have no other way), and lazily. It
+// reads the guest's one dump (every format with KDUMP_SYMS_THOROUGH=1):
+// the decoder reads the same kernel memory whatever the container, and
+// TestSessionCorpus decodes these tables from every format.
 func TestCorpus(t *testing.T) {
 	any := false
 	for _, g := range testutil.Corpus(t) {
-		dumps := g.AvailableDumps()
+		dumps := g.SampleDumps()
 		if len(dumps) == 0 {
 			continue
 		}
