@@ -96,14 +96,17 @@ func firstDiff(want, got string) string {
 	return fmt.Sprintf("%d lines wanted, %d got", len(w), len(g))
 }
 
-// TestCorpus reproduces, for every cached dump of every corpus guest, the
-// module part of the guest's /proc/kallsyms line for line and its
-// /proc/modules (name, size, refcount, users, state, address), with struct
-// layouts from the BTF inside the dump.
+// TestCorpus reproduces, for a dump of every corpus guest, the module part
+// of the guest's /proc/kallsyms line for line and its /proc/modules (name,
+// size, refcount, users, state, address), with struct layouts from the BTF
+// inside the dump. It reads the guest's one dump (every format with
+// KDUMP_SYMS_THOROUGH=1): the walk reads the same kernel memory whatever
+// the container, and TestSessionCorpus prints the module block from every
+// format.
 func TestCorpus(t *testing.T) {
 	any := false
 	for _, g := range testutil.Corpus(t) {
-		dumps := g.AvailableDumps()
+		dumps := g.SampleDumps()
 		if len(dumps) == 0 {
 			continue
 		}
