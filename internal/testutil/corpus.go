@@ -115,10 +115,13 @@ func ParseKallsyms(r io.Reader) ([]KallsymsEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One string for the whole text: the entries' names and modules are
-	// substrings of it, not a string per line (a riscv64 guest has 1.3
-	// million lines).
-	text := string(b)
+	return parseKallsymsText(string(b))
+}
+
+// parseKallsymsText is ParseKallsyms of text. The entries' names and
+// modules are substrings of it, not a string per line (a riscv64 guest
+// has 1.3 million lines).
+func parseKallsymsText(text string) ([]KallsymsEntry, error) {
 	out := make([]KallsymsEntry, 0, strings.Count(text, "\n")+1)
 	for n := 1; text != ""; n++ {
 		line, rest, _ := strings.Cut(text, "\n")
@@ -561,7 +564,7 @@ func (g *CorpusGuest) Kallsyms(tb testing.TB) []KallsymsEntry {
 	tb.Helper()
 	text := g.KallsymsText(tb)
 	k := g.kallsymsMemo()
-	k.parsedOnce.Do(func() { k.parsed, k.parsedErr = ParseKallsyms(bytes.NewReader(text)) })
+	k.parsedOnce.Do(func() { k.parsed, k.parsedErr = parseKallsymsText(string(text)) })
 	if k.parsedErr != nil {
 		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, k.parsedErr)
 	}
