@@ -20,10 +20,14 @@ import (
 // enum module_state state (4 bytes + 4 padding), struct list_head list (16).
 const moduleNameOffset = 24
 
-// TestCorpus checks translation on every real dump of the corpus
+// TestCorpus checks translation on a real dump of every corpus guest
 // (testdata/vmcores): linux_banner holds `uname -r`, every loaded module's
 // struct module (its __this_module symbol) names it, and every text symbol
 // of /proc/kallsyms translates, the walk agreeing with the fast paths.
+// It reads the guest's one dump (every format with KDUMP_SYMS_THOROUGH=1):
+// the walk reads the same physical memory whatever the container, which
+// vmcore's TestCorpusSamePages compares across formats, and
+// TestSessionCorpus translates through every format.
 // It opens dumps through vmcore, which vtop cannot import: an external test.
 func TestCorpus(t *testing.T) {
 	if testing.Short() {
@@ -32,7 +36,7 @@ func TestCorpus(t *testing.T) {
 	ran := false
 	for _, g := range testutil.Corpus(t) {
 		t.Run(g.Name, func(t *testing.T) {
-			formats := g.AvailableDumps()
+			formats := g.SampleDumps()
 			if len(formats) == 0 {
 				g.RequireDump(t, testutil.DumpQEMUELF) // skips with the generate hint
 			}
