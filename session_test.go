@@ -43,6 +43,18 @@ func lines(text []byte) []string {
 // kallsyms tables through the same kernel memory whatever the container,
 // which the expanded runs check in every format).
 func TestSessionCorpus(t *testing.T) {
+	// The guests whose every dump is printed; the others' only when
+	// thorough. deb13-6.12-riscv64's second dump, qemu.kdump-zlib, is the
+	// costliest of the corpus (a million module symbols) and adds no kind
+	// of container: a flattened kdump of 4 KiB pages with a 64-bit
+	// little-endian header, as amd64's and arm64's are, whose VMCOREINFO is
+	// found by scanning memory, as armhf's, ppc64el's and s390x's is; and
+	// vmcore's TestCorpusOpen and TestCorpusSamePages still read it.
+	everyFormat := map[string]bool{}
+	for _, g := range testutil.Sample(t, "deb11-5.10-amd64", "deb11-5.10-i386", "deb12-6.1-amd64", "deb12-6.1-arm64",
+		"deb13-6.12-amd64", "deb13-6.12-arm64", "deb13-6.12-armhf", "deb13-6.12-ppc64el", "deb13-6.12-s390x") {
+		everyFormat[g.Name] = true
+	}
 	for _, g := range testutil.Corpus(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			t.Parallel()
@@ -52,6 +64,9 @@ func TestSessionCorpus(t *testing.T) {
 			formats := g.AvailableDumps()
 			if len(formats) == 0 {
 				t.Skipf("no dumps of %s in the cache: run testdata/vmcores/generate", g.Name)
+			}
+			if !everyFormat[g.Name] {
+				formats = formats[:1] // the one dump, printed below
 			}
 			digits := 2 * g.PtrSize()
 			check := func(t *testing.T, s *kdumpsyms.Session) {
