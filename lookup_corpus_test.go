@@ -3,6 +3,7 @@ package kdumpsyms_test
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -27,7 +28,7 @@ type kernelOracle struct {
 	vm       []testutil.KallsymsEntry // vmlinux symbols sorted by address, stable
 	ranges   [][2]uint64              // [start, end) or [start, end] (inclusive)
 	incl     bool
-	sections map[string]uint64
+	sections map[string]uint64 // the first address of each of sectionNames
 	mods     []oracleModule
 }
 
@@ -37,6 +38,9 @@ type oracleModule struct {
 	// syms are the module's symbols find_kallsyms_symbol considers:
 	// mapping and absolute symbols are left out once, here.
 	syms []testutil.KallsymsEntry
+	// byAddr is syms sorted by address, stably (file order within an
+	// address), for lookup's binary searches; syms keeps file order.
+	byAddr []testutil.KallsymsEntry
 }
 
 type oracleHit struct {
@@ -64,16 +68,21 @@ func releaseOf(uname string) (int, int) {
 	return a, b
 }
 
+// sectionNames are the vmlinux symbols the oracle and the probes use.
+var sectionNames = []string{"_text", "_stext", "_etext", "_sinittext", "_einittext", "_end", "__per_cpu_start", "__per_cpu_end"}
+
 func newKernelOracle(t *testing.T, g *testutil.CorpusGuest, set *modsyms.Set) *kernelOracle {
 	o := &kernelOracle{sections: map[string]uint64{}}
 	maj, min := releaseOf(g.Uname(t))
 	o.incl = maj < 5 || maj == 5 && min < 16
 	byMod := map[string]*oracleModule{}
-	for _, e := range g.Kallsyms(t) {
+	entries := g.Kallsyms(t)
+	o.vm = make([]testutil.KallsymsEntry, 0, len(entries))
+	for _, e := range entries {
 		switch e.Kind {
 		case testutil.SymVmlinux:
 			o.vm = append(o.vm, e)
-			if _, dup := o.sections[e.Name]; !dup {
+			if _, dup := o.sections[e.Name]; !dup && slices.Contains(sectionNames, e.Name) {
 				o.sections[e.Name] = e.Addr
 			}
 		case testutil.SymModule:
@@ -87,7 +96,10 @@ func newKernelOracle(t *testing.T, g *testutil.CorpusGuest, set *modsyms.Set) *k
 			}
 		}
 	}
-	slices.SortStableFunc(o.vm, func(a, b testutil.KallsymsEntry) int { return cmp.Compare(a.Addr, b.Addr) })
+	byAddr := func(a, b testutil.KallsymsEntry) int { return cmp.Compare(a.Addr, b.Addr) }
+	if !slices.IsSortedFunc(o.vm, byAddr) { // it is, as the kernel prints it
+		slices.SortStableFunc(o.vm, byAddr)
+	}
 	sec := o.sections
 	if g.Manifest.KallsymsAll {
 		o.ranges = [][2]uint64{{sec["_stext"], sec["_end"]}}
@@ -110,6 +122,8 @@ func newKernelOracle(t *testing.T, g *testutil.CorpusGuest, set *modsyms.Set) *k
 					om.regions = append(om.regions, [2]uint64{r.Base, r.Base + r.Size})
 				}
 			}
+			om.byAddr = slices.Clone(om.syms)
+			slices.SortStableFunc(om.byAddr, func(a, b testutil.KallsymsEntry) int { return cmp.Compare(a.Addr, b.Addr) })
 			o.mods = append(o.mods, *om)
 		}
 	}
@@ -167,22 +181,26 @@ func (o *kernelOracle) vmlinux(a uint64) oracleHit {
 }
 
 // lookup is find_kallsyms_symbol, with the best symbol inside the region
-// of the address and the next one bounded by that region's end.
+// of the address and the next one bounded by that region's end. The
+// kernel walks the symbols in order, keeping the first of the highest
+// address at or below a and the lowest address above it; over the
+// symbols sorted stably by address those are the first of the run just
+// below the first symbol above a, and that symbol.
 func (m *oracleModule) lookup(a uint64, r [2]uint64) oracleHit {
-	best := -1
+	syms := m.byAddr
+	above := sortSearch(len(syms), func(i int) bool { return syms[i].Addr > a })
 	next := r[1]
-	for i, s := range m.syms {
-		if s.Addr <= a && (best < 0 || s.Addr > m.syms[best].Addr) {
-			best = i
-		}
-		if s.Addr > a && s.Addr < next {
-			next = s.Addr
-		}
+	if above < len(syms) && syms[above].Addr < next {
+		next = syms[above].Addr
 	}
-	if best < 0 || m.syms[best].Addr < r[0] {
+	if above == 0 {
 		return oracleHit{}
 	}
-	b := m.syms[best]
+	best := sortSearch(above, func(i int) bool { return syms[i].Addr >= syms[above-1].Addr })
+	if syms[best].Addr < r[0] {
+		return oracleHit{}
+	}
+	b := syms[best]
 	return oracleHit{name: b.Name, module: m.name, addr: b.Addr, size: next - b.Addr}
 }
 
@@ -305,47 +323,39 @@ func (o *kernelOracle) probeAddrs(arch string, rng *rand.Rand) []uint64 {
 func TestLookupKernelRules(t *testing.T) {
 	for _, g := range testutil.Corpus(t) {
 		t.Run(g.Name, func(t *testing.T) {
-			formats := g.AvailableDumps()
-			if len(formats) == 0 {
-				t.Skipf("no dumps of %s", g.Name)
-			}
-			paths, _ := g.DumpPaths(formats[0])
-			s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
-			require.NoError(t, err)
-			defer s.Close()
+			t.Parallel()
+			s, _ := oneDumpSession(t, g, false)
 			// Every guest: without KALLSYMS_ALL the module list and
 			// layouts come from scans and inference.
 			set, err := s.Modules()
 			require.NoError(t, err)
 			checkRegionsAgainstProcModules(t, g, set)
 			o := newKernelOracle(t, g, set)
-			require.NoError(t, s.Chain().SetOrder(kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules))
+			chain := chainOf(t, s, kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules)
 
 			file, err := symfinder.ParseKallsyms(bytes.NewReader(g.KallsymsText(t)), "file")
 			require.NoError(t, err)
 
 			// A System.map of the same kernel, at link-time addresses.
 			slide, _ := s.KASLROffset()
-			var smap strings.Builder
+			smap := make([]byte, 0, 48*len(o.vm))
 			text := o.sections["_text"]
 			for _, e := range o.vm {
 				a := e.Addr
 				if e.Type != 'A' && e.Type != 'a' && a >= text {
 					a -= slide
 				}
-				fmt.Fprintf(&smap, "%016x %c %s\n", a, e.Type, e.Name)
+				smap = appendKallsymsLine(smap, symfinder.Symbol{Addr: a, Kind: symfinder.Kind(e.Type), Name: e.Name}, 16)
 			}
-			sysmap, err := symfinder.ParseSystemMap(strings.NewReader(smap.String()), "System.map", slide)
+			sysmap, err := symfinder.ParseSystemMap(bytes.NewReader(smap), "System.map", slide)
 			require.NoError(t, err)
 
 			rng := rand.New(rand.NewPCG(1, uint64(len(g.Name))))
 			addrs := o.probeAddrs(g.Arch(), rng)
 
 			// The lazy kallsyms finder answers the same.
-			ls, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
-			require.NoError(t, err)
-			defer ls.Close()
-			require.NoError(t, ls.Chain().SetOrder(kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules))
+			ls, _ := oneDumpSession(t, g, true)
+			lazyChain := chainOf(t, ls, kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules)
 			lazyBad := 0
 			for _, a := range addrs {
 				want := o.lookup(a)
@@ -356,7 +366,7 @@ func TestLookupKernelRules(t *testing.T) {
 					continue
 				}
 				var got oracleHit
-				if sym, err := ls.Chain().Lookup(a); err == nil {
+				if sym, err := lazyChain.Lookup(a); err == nil {
 					got = oracleHit{name: sym.Name, module: sym.Module, addr: sym.Addr, size: sym.Size}
 				}
 				if got != want && lazyBad < 10 {
@@ -372,10 +382,10 @@ func TestLookupKernelRules(t *testing.T) {
 					continue // the kernel's negative size, as above
 				}
 				var got oracleHit
-				if sym, err := s.Chain().Lookup(a); err == nil {
+				if sym, err := chain.Lookup(a); err == nil {
 					got = oracleHit{name: sym.Name, module: sym.Module, addr: sym.Addr, size: sym.Size}
-				} else {
-					require.ErrorIs(t, err, symfinder.ErrNotFound)
+				} else if !errors.Is(err, symfinder.ErrNotFound) {
+					t.Fatalf("%#x: %v", a, err)
 				}
 				if want.name == "" {
 					missing++
@@ -389,8 +399,8 @@ func TestLookupKernelRules(t *testing.T) {
 				// The file source: vmlinux exactly (it takes the 5.16+
 				// range ends), modules by name and offset, never more.
 				var fh oracleHit
-				if hits := collectHits(file, a); len(hits) > 0 {
-					fh = oracleHit{name: hits[0].Name, module: hits[0].Module, addr: hits[0].Addr, size: hits[0].Size}
+				if hit, ok := bestHit(file, a); ok {
+					fh = oracleHit{name: hit.Name, module: hit.Module, addr: hit.Addr, size: hit.Size}
 					fileAnswered++
 				}
 				if o.incl && want.name != "" && want.module == "" && fh.name == "" {
@@ -398,8 +408,8 @@ func TestLookupKernelRules(t *testing.T) {
 				}
 				// The System.map: vmlinux exactly, modules not at all.
 				var mh oracleHit
-				if hits := collectHits(sysmap, a); len(hits) > 0 {
-					mh = oracleHit{name: hits[0].Name, module: hits[0].Module, addr: hits[0].Addr, size: hits[0].Size}
+				if hit, ok := bestHit(sysmap, a); ok {
+					mh = oracleHit{name: hit.Name, module: hit.Module, addr: hit.Addr, size: hit.Size}
 				}
 				if wm := want; (wm.module == "" && mh != wm || wm.module != "" && mh.name != "") && bad < 20 {
 					t.Errorf("%#x: System.map gives %v, the kernel %v", a, mh, want)
@@ -423,14 +433,14 @@ func TestLookupKernelRules(t *testing.T) {
 			// (without KALLSYMS_ALL their list heads are found through
 			// the code that uses them).
 			{
-				require.NoError(t, s.Chain().SetOrder(kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules,
-					kdumpsyms.FinderFtrace, kdumpsyms.FinderBPF, kdumpsyms.FinderKprobes))
+				chain := chainOf(t, s, kdumpsyms.FinderKallsyms, kdumpsyms.FinderModules,
+					kdumpsyms.FinderFtrace, kdumpsyms.FinderBPF, kdumpsyms.FinderKprobes)
 				pseudo := 0
 				for _, e := range g.Kallsyms(t) {
 					if e.Kind != testutil.SymBPF && e.Kind != testutil.SymPseudo {
 						continue
 					}
-					sym, err := s.Chain().Lookup(e.Addr)
+					sym, err := chain.Lookup(e.Addr)
 					if !assert.NoError(t, err, "%s [%s]", e.Name, e.Module) {
 						continue
 					}
@@ -448,7 +458,7 @@ func TestLookupKernelRules(t *testing.T) {
 					assert.Equal(t, e.Addr, sym.Addr, e.Name)
 					assert.False(t, sym.SizeDerived, e.Name)
 					if sym.Size > 0 {
-						if end, err := s.Chain().Lookup(e.Addr + sym.Size); err == nil {
+						if end, err := chain.Lookup(e.Addr + sym.Size); err == nil {
 							assert.NotEqual(t, sym.Name, end.Name, "%s reaches past its end", e.Name)
 						}
 					}
@@ -459,7 +469,7 @@ func TestLookupKernelRules(t *testing.T) {
 			// Per-CPU symbols end with the per-CPU area, through the dump
 			// and through the file.
 			if pce, ok := o.sections["__per_cpu_end"]; ok && pce < o.sections["_stext"] {
-				k, ok := s.Chain().Finder(kdumpsyms.FinderKallsyms)
+				k, ok := chain.Finder(kdumpsyms.FinderKallsyms)
 				require.True(t, ok)
 				n := 0
 				for _, f := range []symfinder.Finder{k, file} {
@@ -479,10 +489,32 @@ func TestLookupKernelRules(t *testing.T) {
 	}
 }
 
-func collectHits(f symfinder.Finder, a uint64) []symfinder.Symbol {
-	var out []symfinder.Symbol
-	_ = f.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: a}, func(s symfinder.Symbol) bool { out = append(out, s); return true })
-	return out
+// chainOf returns a chain of a shared session's finders in the order
+// named, leaving the session's own chain as it is.
+func chainOf(t *testing.T, s *kdumpsyms.Session, names ...string) *symfinder.Chain {
+	t.Helper()
+	var fs []symfinder.Finder
+	for _, n := range names {
+		f, ok := s.Chain().Finder(n)
+		if !ok {
+			t.Fatalf("the session has no finder %q", n)
+		}
+		fs = append(fs, f)
+	}
+	c, err := symfinder.NewChain(fs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// bestHit returns the first symbol a finder gives for an address (ByAddr
+// yields the best first), without collecting the rest.
+func bestHit(f symfinder.Finder, a uint64) (symfinder.Symbol, bool) {
+	var hit symfinder.Symbol
+	ok := false
+	_ = f.Find(symfinder.Query{Kind: symfinder.ByAddr, Addr: a}, func(s symfinder.Symbol) bool { hit, ok = s, true; return false })
+	return hit, ok
 }
 
 // checkRegionsAgainstProcModules ties the regions read from the dump to

@@ -26,14 +26,7 @@ func TestORCModuleTablesCorpus(t *testing.T) {
 			continue
 		}
 		t.Run(g.Name, func(t *testing.T) {
-			formats := g.AvailableDumps()
-			if len(formats) == 0 {
-				t.Skipf("no dumps of %s", g.Name)
-			}
-			paths, _ := g.DumpPaths(formats[0])
-			s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
-			require.NoError(t, err)
-			defer s.Close()
+			s, _ := oneDumpSession(t, g, false)
 			tabs, err := s.ORCTables()
 			require.NoError(t, err)
 			if tabs.Header != nil {

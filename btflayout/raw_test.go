@@ -147,7 +147,9 @@ func TestRawMatchesCiliumHost(t *testing.T) {
 // (through the ground truth's __start_BTF/__stop_BTF).
 func TestRawMatchesCiliumCorpus(t *testing.T) {
 	any := false
-	for _, g := range testutil.Corpus(t) {
+	// The oldest kernel, and one with ENUM64 types; the others add test
+	// time, not kinds of BTF.
+	for _, g := range testutil.Sample(t, "deb11-5.10-amd64", "deb13-6.12-arm64") {
 		dumps := g.AvailableDumps()
 		if len(dumps) == 0 {
 			continue
@@ -162,9 +164,7 @@ func TestRawMatchesCiliumCorpus(t *testing.T) {
 				stop = e.Addr
 			}
 		}
-		// The oldest kernel, and one with ENUM64 types; the others add
-		// test time, not kinds of BTF.
-		if start == 0 || stop == 0 || (g.Name != "deb11-5.10-amd64" && g.Name != "deb13-6.12-arm64") {
+		if start == 0 || stop == 0 {
 			continue
 		}
 		any = true

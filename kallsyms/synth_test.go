@@ -187,12 +187,18 @@ func tokenize(syms []sym) (table []byte, index []uint16, enc [][]byte) {
 		}
 	}
 	sort.SliceStable(multi, func(i, j int) bool { return len(tokStr[multi[i]]) > len(tokStr[multi[j]]) })
+	// The same candidates in the same order, grouped by first byte: only
+	// those can be a prefix.
+	var byFirst [256][]int
+	for _, c := range multi {
+		byFirst[tokStr[c][0]] = append(byFirst[tokStr[c][0]], c)
+	}
 	for _, s := range syms {
 		full := string(s.kind) + s.name
 		var codes []byte
 		for i := 0; i < len(full); {
 			hit := false
-			for _, c := range multi {
+			for _, c := range byFirst[full[i]] {
 				if strings.HasPrefix(full[i:], tokStr[c]) {
 					codes = append(codes, byte(c))
 					i += len(tokStr[c])

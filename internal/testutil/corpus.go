@@ -115,10 +115,13 @@ func ParseKallsyms(r io.Reader) ([]KallsymsEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One string for the whole text: the entries' names and modules are
-	// substrings of it, not a string per line (a riscv64 guest has 1.3
-	// million lines).
-	text := string(b)
+	return parseKallsymsText(string(b))
+}
+
+// parseKallsymsText is ParseKallsyms of text. The entries' names and
+// modules are substrings of it, not a string per line (a riscv64 guest
+// has 1.3 million lines).
+func parseKallsymsText(text string) ([]KallsymsEntry, error) {
 	out := make([]KallsymsEntry, 0, strings.Count(text, "\n")+1)
 	for n := 1; text != ""; n++ {
 		line, rest, _ := strings.Cut(text, "\n")
@@ -486,18 +489,58 @@ const MissingSymbol = "__start_BTF"
 
 // KallsymsText returns the guest's /proc/kallsyms captured just before the
 // crash, decompressed from kallsyms.xz once per machine (into the cache
-// the extracts use) rather than on every call: tests ask for it often.
+// the extracts use) and read once per test process: tests ask for it
+// often. The bytes are shared by every caller and must not be modified.
 func (g *CorpusGuest) KallsymsText(tb testing.TB) []byte {
 	tb.Helper()
-	plain, err := decompressedExtract(filepath.Join(g.Dir, "kallsyms.xz"))
-	if err != nil {
-		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
+	k := g.kallsymsMemo()
+	k.textOnce.Do(func() { k.text, k.textErr = readKallsymsText(k.xz) })
+	if k.textErr != nil {
+		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, k.textErr)
 	}
-	b, err := os.ReadFile(plain)
+	return k.text
+}
+
+func readKallsymsText(xzPath string) ([]byte, error) {
+	plain, err := decompressedExtract(xzPath)
 	if err != nil {
-		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
+		return nil, err
 	}
-	return b
+	return os.ReadFile(plain)
+}
+
+// kallsymsMemo is what one test process has read and parsed of one
+// guest's kallsyms.xz: immutable once made, so shared by every test (and
+// by parallel ones) rather than parsed again by each (a riscv64 guest has
+// 1.3 million lines).
+type kallsymsMemo struct {
+	xz         string
+	textOnce   sync.Once
+	text       []byte
+	textErr    error
+	parsedOnce sync.Once
+	parsed     []KallsymsEntry
+	parsedErr  error
+}
+
+var kallsymsMemos struct {
+	sync.Mutex
+	byPath map[string]*kallsymsMemo
+}
+
+func (g *CorpusGuest) kallsymsMemo() *kallsymsMemo {
+	p := filepath.Join(g.Dir, "kallsyms.xz")
+	kallsymsMemos.Lock()
+	defer kallsymsMemos.Unlock()
+	k := kallsymsMemos.byPath[p]
+	if k == nil {
+		if kallsymsMemos.byPath == nil {
+			kallsymsMemos.byPath = map[string]*kallsymsMemo{}
+		}
+		k = &kallsymsMemo{xz: p}
+		kallsymsMemos.byPath[p] = k
+	}
+	return k
 }
 
 // VmlinuxKallsymsText returns the lines of KallsymsText without a [module]
@@ -513,14 +556,19 @@ func (g *CorpusGuest) VmlinuxKallsymsText(tb testing.TB) []byte {
 	return out
 }
 
-// Kallsyms returns the guest's /proc/kallsyms, parsed, in file order.
+// Kallsyms returns the guest's /proc/kallsyms, parsed, in file order. It
+// is parsed once per test process and the slice is shared by every
+// caller: read it, never modify it (slices.Clone it first to sort or
+// edit).
 func (g *CorpusGuest) Kallsyms(tb testing.TB) []KallsymsEntry {
 	tb.Helper()
-	e, err := ParseKallsyms(bytes.NewReader(g.KallsymsText(tb)))
-	if err != nil {
-		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, err)
+	text := g.KallsymsText(tb)
+	k := g.kallsymsMemo()
+	k.parsedOnce.Do(func() { k.parsed, k.parsedErr = parseKallsymsText(string(text)) })
+	if k.parsedErr != nil {
+		tb.Fatalf("testutil: %s/kallsyms.xz: %v", g.Name, k.parsedErr)
 	}
-	return e
+	return k.parsed
 }
 
 // Modules returns the guest's /proc/modules, parsed, in file order
@@ -631,6 +679,19 @@ func (g *CorpusGuest) AvailableDumps() []DumpFormat {
 		}
 	}
 	return out
+}
+
+// OneDump returns the format a test uses when it needs a dump of the
+// guest rather than every format: the first of AvailableDumps, which is
+// the QEMU ELF dump whenever there is one (its pages are read in place,
+// none decompressed). It is false when the guest has no dump here.
+func (g *CorpusGuest) OneDump() (DumpFormat, bool) {
+	for _, f := range AllDumpFormats {
+		if _, ok := g.DumpPaths(f); ok {
+			return f, true
+		}
+	}
+	return "", false
 }
 
 // ReadSHA256SUMS parses testdata/vmcores/SHA256SUMS into "guest/file" → hex digest.

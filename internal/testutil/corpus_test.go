@@ -66,9 +66,10 @@ func TestRepoRoot(t *testing.T) {
 }
 
 // TestCorpusGroundTruth checks the committed ground truth against itself
-// and against manifest.json. It needs no dumps.
+// and against manifest.json. It needs no dumps. With -short it checks the
+// one guest -short runs, as the tests that read it do.
 func TestCorpusGroundTruth(t *testing.T) {
-	for _, g := range allGuests(t) {
+	for _, g := range Corpus(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			mt := g.Manifest.Truth
 			entries := g.Kallsyms(t)
@@ -256,6 +257,8 @@ func TestRequireDumpSkips(t *testing.T) {
 	_, ok := g.DumpPaths(DumpSplit)
 	assert.False(t, ok)
 	assert.Empty(t, g.AvailableDumps())
+	_, ok = g.OneDump()
+	assert.False(t, ok)
 	ran := false
 	t.Run("skip", func(t *testing.T) {
 		defer func() { ran = t.Skipped() }()
@@ -382,4 +385,20 @@ func TestCorpusExtractsFresh(t *testing.T) {
 		}
 	}
 	assert.NotZero(t, n, "no committed extracts")
+}
+
+// TestOneDump: the one dump of a guest is its QEMU ELF dump, which every
+// guest has (committed as an extract).
+func TestOneDump(t *testing.T) {
+	for _, g := range Corpus(t) {
+		f, ok := g.OneDump()
+		require.True(t, ok, g.Name)
+		assert.Equal(t, DumpQEMUELF, f, g.Name)
+		assert.Equal(t, DumpQEMUELF, g.AvailableDumps()[0], g.Name)
+		if Thorough() {
+			assert.Equal(t, g.AvailableDumps(), g.SampleDumps(), g.Name)
+		} else {
+			assert.Equal(t, []DumpFormat{DumpQEMUELF}, g.SampleDumps(), g.Name)
+		}
+	}
 }

@@ -115,6 +115,12 @@ func (g *CorpusGuest) ExtractPaths(f DumpFormat) ([]string, bool) {
 
 var extractMu sync.Mutex
 
+// extractMemo maps an xz file and the cache directory to the path
+// decompressedExtract gave for them in this process, so that a test
+// process reads and hashes each compressed file once, not on every
+// DumpPaths call. Guarded by extractMu.
+var extractMemo = map[[2]string]string{}
+
 // extractCacheDir is where decompressed extracts are kept.
 func extractCacheDir() string {
 	if dir := os.Getenv(extractCacheEnv); dir != "" {
@@ -139,14 +145,21 @@ func PinExtractCache() error { return os.Setenv(extractCacheEnv, extractCacheDir
 func decompressedExtract(xzPath string) (string, error) {
 	extractMu.Lock()
 	defer extractMu.Unlock()
+	key := [2]string{xzPath, extractCacheDir()}
+	if out, ok := extractMemo[key]; ok {
+		if _, err := os.Stat(out); err == nil {
+			return out, nil
+		}
+	}
 	b, err := os.ReadFile(xzPath)
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	dir := filepath.Join(extractCacheDir(), hex.EncodeToString(sum[:8]))
+	dir := filepath.Join(key[1], hex.EncodeToString(sum[:8]))
 	out := filepath.Join(dir, strings.TrimSuffix(filepath.Base(xzPath), ".xz"))
 	if _, err := os.Stat(out); err == nil {
+		extractMemo[key] = out
 		return out, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -178,6 +191,7 @@ func decompressedExtract(xzPath string) (string, error) {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("%s: %w", xzPath, err)
 	}
+	extractMemo[key] = out
 	return out, nil
 }
 

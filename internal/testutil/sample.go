@@ -17,9 +17,11 @@ func Thorough() bool { return os.Getenv(ThoroughEnv) == "1" }
 // manifest order; those a -short run leaves out are dropped) in the default
 // run, every guest of Corpus when Thorough.
 //
-// The default run decodes every committed dump in the tests that check
-// the dump against the kernel's own files (each package's TestCorpus,
-// TestSessionCorpus, TestAllCorpus, ...). A test that checks another path
+// The default run checks every guest against the kernel's own files in
+// each package's TestCorpus, TestSessionCorpus, TestAllCorpus, ..., and
+// decodes every committed dump in those that depend on the container
+// (TestSessionCorpus end to end, the container and translation tests;
+// the others read SampleDumps). A test that checks another path
 // over the same decoding (another flag, output format or layout source)
 // runs on guests chosen for what that path depends on: architecture,
 // pointer size, byte order, BTF or not, KALLSYMS_ALL or not. A test naming
@@ -43,4 +45,20 @@ func Sample(tb testing.TB, names ...string) []*CorpusGuest {
 		}
 	}
 	return out
+}
+
+// SampleDumps returns the formats a test reads when it checks a decoder
+// over the bytes the containers give rather than the containers
+// themselves: the guest's one dump (see OneDump) in the default run, every
+// format of AvailableDumps when Thorough. TestSessionCorpus decodes every
+// format end to end in the default run, and the container packages' own
+// corpus tests check their decoding.
+func (g *CorpusGuest) SampleDumps() []DumpFormat {
+	if Thorough() {
+		return g.AvailableDumps()
+	}
+	if f, ok := g.OneDump(); ok {
+		return []DumpFormat{f}
+	}
+	return nil
 }
