@@ -48,3 +48,27 @@ func BenchmarkInfoNoSymbols(b *testing.B) { benchCLI(b, "info", "--format", "jso
 // BenchmarkPanic: the report, every CPU's registers and unwound stack,
 // symbolized. The issue's target is 60 ms.
 func BenchmarkPanic(b *testing.B) { benchCLI(b, "panic") }
+
+// BenchmarkAll is `kdump-syms all` end to end on every container of the
+// largest corpus kernel: the command bench/drgn-paired times against drgn
+// (with KDUMP_SYMS_CORPUS, on the full dumps).
+func BenchmarkAll(b *testing.B) {
+	g := testutil.CorpusGuestNamed(b, testutil.ShortGuest)
+	ran := false
+	for _, f := range g.AvailableDumps() {
+		paths, _ := g.DumpPaths(f)
+		argv := append([]string{"all"}, paths...)
+		ran = true
+		b.Run(string(f), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if code := run(argv, nil, io.Discard, io.Discard); code != exitOK {
+					b.Fatalf("exit %d", code)
+				}
+			}
+		})
+	}
+	if !ran {
+		b.Skip("no dump of " + testutil.ShortGuest)
+	}
+}
