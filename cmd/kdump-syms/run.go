@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -351,6 +352,7 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 		return usageError{err.Error()}
 	}
 	printed := 0
+	defer preload(s)()
 	err = s.Phase("output", func() error {
 		var mapSyms []symfinder.Symbol
 		for sym, err := range s.Chain().All() {
@@ -394,6 +396,36 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	// A module filter that matched nothing is an answer while some finder
 	// worked, as an unresolved address is.
 	return c.rep.finish(stderr, printed > 0 || (*module != "" && !c.rep.explained()))
+}
+
+// preload starts loading the enabled module and pseudo-module finders on
+// another goroutine, which `all` asks only after the core kernel's
+// symbols: on a second core the BTF, the module walk and the lists are
+// read while those lines print. The loads are the Session's own, done
+// once; their errors stay with it and are reported when the chain asks.
+// The returned function waits for them, before the dump may be closed.
+func preload(s *kdumpsyms.Session) (wait func()) {
+	loads := map[string]func(){
+		kdumpsyms.FinderModules: func() { s.Modules() },
+		kdumpsyms.FinderFtrace:  func() { s.Ftrace() },
+		kdumpsyms.FinderBPF:     func() { s.BPF() },
+		kdumpsyms.FinderKprobes: func() { s.Kprobes() },
+	}
+	var todo []func()
+	for _, st := range s.Chain().Finders() {
+		if f, ok := loads[st.Name]; ok && st.Enabled {
+			todo = append(todo, f)
+		}
+	}
+	var wg sync.WaitGroup
+	if len(todo) > 0 {
+		wg.Go(func() {
+			for _, f := range todo {
+				f()
+			}
+		})
+	}
+	return wg.Wait
 }
 
 // addModuleFailures reports the modules that failed alone: the module
