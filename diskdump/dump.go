@@ -39,7 +39,7 @@ type Dump struct {
 	mu    sync.Mutex
 	cache pageCache
 	dec   decoders
-	desc  [pageDescSize]byte
+	desc  descBlock
 
 	// For reads of many pages (readMany): the pages to decode, and a
 	// decoder per extra goroutine.
@@ -595,7 +595,8 @@ func (d *Dump) descriptor(ppfn uint64) (pageDesc, *part, error) {
 	}
 	incomplete := p.ph.h.Incomplete()
 	doff := p.ph.descOff + int64(idx)*pageDescSize
-	if _, err := p.r.ReadAt(d.desc[:], doff); err != nil {
+	raw, err := d.desc.at(p, doff)
+	if err != nil {
 		if err == io.EOF && incomplete {
 			return pageDesc{}, nil, fmt.Errorf("pfn %#x: descriptor lost, dump incomplete: %w", ppfn, memory.ErrNotSaved)
 		}
@@ -606,9 +607,9 @@ func (d *Dump) descriptor(ppfn uint64) (pageDesc, *part, error) {
 	}
 	bo := p.ph.h.ByteOrder
 	pd := pageDesc{
-		off:   int64(bo.Uint64(d.desc[0:])),
-		size:  int64(bo.Uint32(d.desc[8:])),
-		flags: bo.Uint32(d.desc[12:]),
+		off:   int64(bo.Uint64(raw[0:])),
+		size:  int64(bo.Uint32(raw[8:])),
+		flags: bo.Uint32(raw[12:]),
 	}
 	if pd.off <= 0 || pd.off > p.size || pd.size > p.size-pd.off {
 		if incomplete {
@@ -620,6 +621,46 @@ func (d *Dump) descriptor(ppfn uint64) (pageDesc, *part, error) {
 		return pageDesc{}, nil, formatErr(doff+8, uint64(pd.size), "page descriptor for pfn %#x: bad size", ppfn)
 	}
 	return pd, p, nil
+}
+
+// descBlockLen is how many page descriptors one read of the table
+// fetches: the pages of a large read (a kallsyms or BTF table) are
+// consecutive in the table, so one read serves the next 255 pages instead
+// of one read of 24 bytes each.
+const descBlockLen = 256
+
+// descBlock keeps the last block of page descriptors read. The caller
+// holds the Dump's mutex.
+type descBlock struct {
+	p     *part
+	start int64 // file offset of buf[0]
+	buf   []byte
+	one   [pageDescSize]byte
+}
+
+// at returns the pageDescSize bytes at file offset off of p's descriptor
+// table: from the block when it holds them, else from a new block read
+// from off. A block cut short by the end of the file keeps what was read;
+// a descriptor the block cannot give whole is read alone, so that its
+// error is that of a read of exactly those bytes.
+func (b *descBlock) at(p *part, off int64) ([]byte, error) {
+	if b.p == p && off >= b.start && off-b.start+pageDescSize <= int64(len(b.buf)) {
+		return b.buf[off-b.start:][:pageDescSize], nil
+	}
+	if b.buf == nil {
+		b.buf = make([]byte, descBlockLen*pageDescSize)
+	}
+	b.buf = b.buf[:cap(b.buf)]
+	n, _ := p.r.ReadAt(b.buf, off)
+	if n >= pageDescSize {
+		b.p, b.start, b.buf = p, off, b.buf[:n]
+		return b.buf[:pageDescSize], nil
+	}
+	b.p, b.buf = nil, b.buf[:0]
+	if _, err := p.r.ReadAt(b.one[:], off); err != nil {
+		return nil, err
+	}
+	return b.one[:], nil
 }
 
 // page returns the decompressed page for physical pfn, from the cache or

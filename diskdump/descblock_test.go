@@ -1,0 +1,61 @@
+package diskdump
+
+import (
+	"bytes"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// countingReader counts the reads made of a file.
+type countingReader struct {
+	r     *bytes.Reader
+	reads atomic.Int64
+}
+
+func (c *countingReader) Size() int64 { return c.r.Size() }
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads.Add(1)
+	return c.r.ReadAt(p, off)
+}
+
+// TestDescriptorBlocks: a read of many consecutive pages reads the page
+// descriptor table a block at a time, not a descriptor at a time, and
+// gives the same bytes as page-by-page reads, at the table's end too.
+func TestDescriptorBlocks(t *testing.T) {
+	const pages = 3*descBlockLen + 17 // blocks, and one cut short by the data's end
+	bl := newBuilder(6)
+	bl.maxMapnr = pages + 8
+	for pfn := range uint64(pages) {
+		bl.pages[pfn] = benchContent(pfn)
+	}
+	file := bl.build(t)
+	cr := &countingReader{r: bytes.NewReader(file)}
+	d, err := NewDump(cr)
+	require.NoError(t, err)
+	before := cr.reads.Load()
+	got := make([]byte, pages*4096)
+	n, err := d.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, len(got), n)
+	reads := cr.reads.Load() - before
+	// One read per page's data, and one per block of descriptors.
+	require.LessOrEqual(t, reads, int64(pages+(pages+descBlockLen-1)/descBlockLen), "reads of the file")
+	for pfn := range uint64(pages) {
+		if !bytes.Equal(got[pfn*4096:(pfn+1)*4096], bl.pages[pfn]) {
+			t.Fatalf("pfn %#x differs", pfn)
+		}
+	}
+	// Page by page, backwards: each descriptor outside the block read anew.
+	one := openBytes(t, file)
+	buf := make([]byte, 4096)
+	for pfn := uint64(pages); pfn > 0; pfn-- {
+		_, err := one.ReadAt(buf, (pfn-1)*4096)
+		require.NoError(t, err)
+		if !bytes.Equal(buf, bl.pages[pfn-1]) {
+			t.Fatalf("pfn %#x differs read alone", pfn-1)
+		}
+	}
+}
