@@ -214,16 +214,23 @@ const (
 )
 
 // outsideModuleArea reports whether addr lies where no module, BPF, ftrace
-// or kprobes symbol can: on x86_64, outside the module area, so that a
-// register or stack value that is no module address (a user pointer, a
-// direct-map or stack address, an errno in RAX, kernel data past _end)
-// does not make the chain read the module list and the BTF to say "not
-// found". The area's start is taken as VMCOREINFO's KERNEL_IMAGE_SIZE
-// gives it, else 1 GiB with a KASLR offset and 512 MiB without (a kernel
-// booted with nokaslr may have 1 GiB: the lower start keeps its modules
-// inside). Elsewhere it knows nothing and reports false.
+// or kprobes symbol can, so that a register or stack value that is no
+// module address (a user pointer, a direct-map or stack address, an errno
+// in a register, kernel data past _end) does not make the chain read the
+// module list and the BTF to say "not found".
+//
+// On x86_64: outside the module area, whose start is taken as
+// VMCOREINFO's KERNEL_IMAGE_SIZE gives it, else 1 GiB with a KASLR offset
+// and 512 MiB without (a kernel booted with nokaslr may have 1 GiB: the
+// lower start keeps its modules inside). On arm64: user space and the
+// linear map (arm64LinearMap). On riscv64 and ppc64: user space, the lower
+// half. Elsewhere (s390x, whose kernel and user address spaces overlap,
+// and the 32-bit architectures) it knows nothing and reports false.
 func (s *Session) outsideModuleArea(addr uint64) bool {
-	if s.dump.Arch().Name != "x86_64" {
+	arch := s.dump.Arch().Name
+	switch arch {
+	case "x86_64", "arm64", "riscv64", "ppc64", "ppc64le":
+	default:
 		return false
 	}
 	if _, err := s.Kallsyms(); err != nil {
@@ -231,15 +238,48 @@ func (s *Session) outsideModuleArea(addr uint64) bool {
 		// that the failure explains the address no finder answered.
 		return false
 	}
-	size := uint64(512 << 20)
-	if in := s.dump.Info(); in != nil {
-		if v, ok := in.Number("KERNEL_IMAGE_SIZE"); ok && v > 0 && v <= 1<<30 {
-			size = v
-		} else if off, _ := in.KernelOffset(); off != 0 {
-			size = 1 << 30
+	switch arch {
+	case "x86_64":
+		size := uint64(512 << 20)
+		if in := s.dump.Info(); in != nil {
+			if v, ok := in.Number("KERNEL_IMAGE_SIZE"); ok && v > 0 && v <= 1<<30 {
+				size = v
+			} else if off, _ := in.KernelOffset(); off != 0 {
+				size = 1 << 30
+			}
 		}
+		return addr < x86StartKernelMap+size || addr >= x86ModulesEnd
+	case "arm64":
+		return addr < 1<<63 || s.arm64LinearMap(addr)
 	}
-	return addr < x86StartKernelMap+size || addr >= x86ModulesEnd
+	// riscv64 and ppc64 keep user space in the lower half of the address
+	// space and every kernel mapping in the upper half.
+	return addr < 1<<63
+}
+
+// arm64LinearMap reports whether addr lies in arm64's linear map as laid
+// out since v5.4 (arch/arm64/include/asm/memory.h): [PAGE_OFFSET,
+// PAGE_END), PAGE_END = -(1 << (VA_BITS_MIN - 1)), VA_BITS_MIN = min(VA_BITS,
+// 48). The module area, the BPF JIT region and vmalloc, where module,
+// BPF, ftrace and kprobes symbols live, all lie at or above PAGE_END. It
+// reports false when VA_BITS is unknown or the translation found the
+// linear map elsewhere (the layout before v5.4, linear map in the upper
+// half).
+func (s *Session) arm64LinearMap(addr uint64) bool {
+	in := s.dump.Info()
+	if in == nil {
+		return false
+	}
+	va, ok := in.Number("VA_BITS")
+	if !ok || va < 36 || va > 52 {
+		return false
+	}
+	t, err := s.dump.Translator()
+	if err != nil || t.Layout().DirectMap != ^uint64(0)<<va {
+		return false
+	}
+	pageEnd := ^uint64(0) << (min(va, 48) - 1)
+	return addr >= ^uint64(0)<<va && addr < pageEnd
 }
 
 // Dump returns the open dump.
