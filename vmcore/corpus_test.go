@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,54 +31,13 @@ func wantFormat(f testutil.DumpFormat) string {
 	return "kdump"
 }
 
-// corpusDump is one dump of a guest that testutil finds: the full dump
-// of the cache, else the committed extract.
-type corpusDump struct {
-	format  testutil.DumpFormat
-	paths   []string
-	extract bool // the committed extract: only the pages decoding reads
-}
-
-// guestDumps memoizes dumpsOf per guest: testutil's DumpPaths and
-// IsExtract hash the committed files on every call, and every corpus test
-// asks for every guest.
-var guestDumps struct {
-	sync.Mutex
-	m map[string][]corpusDump
-}
-
-// dumpsOf returns the guest's available dumps (AvailableDumps), found once
-// per test binary.
-func dumpsOf(g *testutil.CorpusGuest) []corpusDump {
-	guestDumps.Lock()
-	defer guestDumps.Unlock()
-	if d, ok := guestDumps.m[g.Name]; ok {
-		return d
-	}
-	var out []corpusDump
-	for _, f := range g.AvailableDumps() {
-		// What DumpPaths and IsExtract say, with one hash of the
-		// committed file, not two more.
-		if paths, ok := g.FullDumpPaths(f); ok {
-			out = append(out, corpusDump{format: f, paths: paths})
-		} else if paths, ok := g.ExtractPaths(f); ok {
-			out = append(out, corpusDump{format: f, paths: paths, extract: true})
-		}
-	}
-	if guestDumps.m == nil {
-		guestDumps.m = map[string][]corpusDump{}
-	}
-	guestDumps.m[g.Name] = out
-	return out
-}
-
 // corpusDumps yields the guests with at least one cached dump, skipping
 // the test when there are none.
 func corpusDumps(t *testing.T) []*testutil.CorpusGuest {
 	t.Helper()
 	var out []*testutil.CorpusGuest
 	for _, g := range testutil.Corpus(t) {
-		if len(dumpsOf(g)) > 0 {
+		if len(g.Dumps()) > 0 {
 			out = append(out, g)
 		}
 	}
@@ -96,10 +54,10 @@ func TestCorpusOpen(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			truth := g.VMCOREINFO(t)
 			release := g.Uname(t)
-			for _, cd := range dumpsOf(g) {
-				f := cd.format
+			for _, cd := range g.Dumps() {
+				f := cd.Format
 				t.Run(string(f), func(t *testing.T) {
-					d, err := Open(cd.paths...)
+					d, err := Open(cd.Paths...)
 					require.NoError(t, err)
 					defer d.Close()
 					assert.Equal(t, wantFormat(f), d.Format())
@@ -119,7 +77,7 @@ func TestCorpusOpen(t *testing.T) {
 					require.True(t, ok)
 					var b [16]byte
 					err = memory.ReadFull(k, b[:], stext)
-					if cd.extract && errors.Is(err, memory.ErrNotSaved) {
+					if cd.Extract && errors.Is(err, memory.ErrNotSaved) {
 						return // an extract holds only what symbol decoding reads
 					}
 					require.NoError(t, err, "reading _stext")
@@ -136,9 +94,9 @@ func TestCorpusScan(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			addr, _ := g.VMCOREINFOSys(t)
 			truth := bytes.TrimRight(g.VMCOREINFO(t), "\x00")
-			for _, cd := range dumpsOf(g) {
-				t.Run(string(cd.format), func(t *testing.T) {
-					d, err := OpenWith(Options{ForceScan: true}, cd.paths...)
+			for _, cd := range g.Dumps() {
+				t.Run(string(cd.Format), func(t *testing.T) {
+					d, err := OpenWith(Options{ForceScan: true}, cd.Paths...)
 					require.NoError(t, err)
 					defer d.Close()
 					how := "memory-scan"
@@ -168,9 +126,9 @@ func TestCorpusSamePages(t *testing.T) {
 	for _, g := range corpusDumps(t) {
 		t.Run(g.Name, func(t *testing.T) {
 			var refPaths []string
-			for _, cd := range dumpsOf(g) {
-				if cd.format == testutil.DumpQEMUELFFixed || cd.format == testutil.DumpQEMUELF && refPaths == nil {
-					refPaths = cd.paths
+			for _, cd := range g.Dumps() {
+				if cd.Format == testutil.DumpQEMUELFFixed || cd.Format == testutil.DumpQEMUELF && refPaths == nil {
+					refPaths = cd.Paths
 				}
 			}
 			if refPaths == nil {
@@ -179,10 +137,10 @@ func TestCorpusSamePages(t *testing.T) {
 			ref, err := Open(refPaths...)
 			require.NoError(t, err)
 			defer ref.Close()
-			for _, cd := range dumpsOf(g) {
-				f := cd.format
+			for _, cd := range g.Dumps() {
+				f := cd.Format
 				t.Run(string(f), func(t *testing.T) {
-					d, err := Open(cd.paths...)
+					d, err := Open(cd.Paths...)
 					require.NoError(t, err)
 					defer d.Close()
 					ps := uint64(d.PageSize())
@@ -204,7 +162,7 @@ func TestCorpusSamePages(t *testing.T) {
 							t.Fatalf("page %#x: %v", a, err)
 						}
 						if err := memory.ReadFull(ref.Physical(), want, a); err != nil {
-							if cd.extract && errors.Is(err, memory.ErrNotSaved) {
+							if cd.Extract && errors.Is(err, memory.ErrNotSaved) {
 								// Extracts keep whole blocks of their dump: QEMU's
 								// arm64 kdump has 64 KiB ones, the ELF 4 KiB pages.
 								continue

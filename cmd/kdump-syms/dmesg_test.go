@@ -100,14 +100,14 @@ func TestDmesgCorpus(t *testing.T) {
 		console, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
 		require.NoError(t, err)
 		for _, cd := range guestSample(g) {
-			paths, f := cd.paths, cd.format
+			paths, f := cd.Paths, cd.Format
 			t.Run(g.Name+"/"+string(f), func(t *testing.T) {
 				args := []string{"dmesg", paths[0]}
 				for _, p := range paths[1:] {
 					args = append(args, "--part", p)
 				}
 				code, stdout, stderr := runCLI(args...)
-				if cd.extract && code != exitOK && logNotSaved(t, paths) {
+				if cd.Extract && code != exitOK && logNotSaved(t, paths) {
 					t.Skipf("the committed extract predates the printk stage of extract: %s", strings.TrimSpace(stderr))
 				}
 				require.Equal(t, exitOK, code, stderr)

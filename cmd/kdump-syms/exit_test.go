@@ -31,7 +31,7 @@ func TestExitStatus(t *testing.T) {
 	require.NoError(t, os.WriteFile(junk, bytes.Repeat([]byte("junk"), 1000), 0o644))
 	var sym string
 	var addr uint64
-	for _, e := range truthSyms(t, testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")) {
+	for _, e := range testutil.CorpusGuestNamed(t, "deb13-6.12-amd64").Kallsyms(t) {
 		if e.Type == 'T' && e.Kind == testutil.SymVmlinux {
 			sym, addr = e.Name, e.Addr
 			break

@@ -68,7 +68,7 @@ func TestExportCorpus(t *testing.T) {
 			dir := t.TempDir()
 			code, stdout, stderr := runCLI("export", "--format", "elf", "-o", dir, dump)
 			require.Equal(t, exitOK, code, stderr)
-			truth := truthSyms(t, g)
+			truth := g.Kallsyms(t)
 			byFile := map[string][]testutil.KallsymsEntry{}
 			for _, e := range truth {
 				switch e.Kind {

@@ -32,7 +32,7 @@ func TestImagesCorpus(t *testing.T) {
 			}
 			im, err := testutil.ConvertImages(src[0], t.TempDir())
 			require.NoError(t, err)
-			want := truthText(t, g)
+			want := g.KallsymsText(t)
 			var extra []string
 			if g.Arch() == "i386" {
 				extra = []string{"--arch", "i386"}
@@ -104,7 +104,7 @@ func TestImagesExtract(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Regexp(t, `(?m)^format: +elf$`, stdout)
 	assert.Regexp(t, `(?m)^vmcoreinfo: +elf-note$`, stdout)
-	code, stderr, diff := runCLIMatch(truthText(t, g), nil, "all", out)
+	code, stderr, diff := runCLIMatch(g.KallsymsText(t), nil, "all", out)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Empty(t, diff, "all differs from /proc/kallsyms")
 }
@@ -127,7 +127,7 @@ func TestImagesFullDump(t *testing.T) {
 			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
 			im, err := testutil.ConvertImages(src[0], t.TempDir())
 			require.NoError(t, err)
-			want := truthText(t, g)
+			want := g.KallsymsText(t)
 			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
 				code, stderr, diff := runCLIMatch(want, nil, append([]string{"all"}, args...)...)
 				require.Equal(t, exitOK, code, stderr)

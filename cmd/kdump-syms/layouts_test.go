@@ -33,7 +33,7 @@ func TestLayoutSources(t *testing.T) {
 		}
 		t.Run(g.Name, func(t *testing.T) {
 			t.Parallel()
-			want := truthText(t, g)
+			want := g.KallsymsText(t)
 			code, stderr, diff := runCLIMatch(want, nil, "all", dump, "--layouts", "infer")
 			require.Equal(t, exitOK, code, stderr)
 			assert.Empty(t, diff, "--layouts infer: output differs")

@@ -111,7 +111,7 @@ func TestImagesNoVMCOREINFOFullDump(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
 			im := imagesWithoutNote(t, src[0])
-			want := truthText(t, g)
+			want := g.KallsymsText(t)
 			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
 				code, stderr, diff := runCLIMatch(want, nil, append([]string{"all"}, args...)...)
 				require.Equal(t, exitOK, code, stderr)
@@ -195,7 +195,7 @@ func TestImagesNoVMCOREINFOArm64FullDump(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
 			im := imagesWithoutNote(t, src[0])
-			want := truthText(t, g)
+			want := g.KallsymsText(t)
 			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
 				code, stderr, diff := runCLIMatch(want, nil, append([]string{"all"}, args...)...)
 				require.Equal(t, exitOK, code, stderr)

@@ -31,7 +31,7 @@ func TestOopsCorpus(t *testing.T) {
 		t.Run(g.Name, func(t *testing.T) {
 			t.Parallel()
 			var vm []testutil.KallsymsEntry
-			for _, e := range truthSyms(t, g) {
+			for _, e := range g.Kallsyms(t) {
 				if e.Kind == testutil.SymVmlinux {
 					vm = append(vm, e)
 				}

@@ -34,14 +34,14 @@ func TestPanicCorpus(t *testing.T) {
 		require.NotNil(t, wantMsg, "no panic in %s's console log", g.Name)
 		require.NotNil(t, wantCPU)
 		for _, cd := range guestSample(g) {
-			paths, f := cd.paths, cd.format
+			paths, f := cd.Paths, cd.Format
 			t.Run(g.Name+"/"+string(f), func(t *testing.T) {
 				args := []string{"panic", "--format", "json", paths[0]}
 				for _, p := range paths[1:] {
 					args = append(args, "--part", p)
 				}
 				code, stdout, stderr := runCLI(args...)
-				if cd.extract && code != exitOK {
+				if cd.Extract && code != exitOK {
 					t.Skipf("the committed extract lacks the kernel log: %s", strings.TrimSpace(stderr))
 				}
 				require.Equal(t, exitOK, code, stderr)

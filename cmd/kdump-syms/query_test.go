@@ -54,7 +54,7 @@ func guestWithXFS(t *testing.T) (*testutil.CorpusGuest, string) {
 }
 
 func truthSymbol(t *testing.T, g *testutil.CorpusGuest, module, name string) testutil.KallsymsEntry {
-	for _, e := range truthSyms(t, g) {
+	for _, e := range g.Kallsyms(t) {
 		if e.Module == module && e.Name == name {
 			return e
 		}
@@ -93,7 +93,7 @@ func TestReverseAndModules(t *testing.T) {
 	code, stdout, stderr = runCLI("all", "--module", "crc16", dump)
 	require.Equal(t, exitOK, code, stderr)
 	var want []string
-	for line := range strings.Lines(string(truthText(t, g))) {
+	for line := range strings.Lines(string(g.KallsymsText(t))) {
 		if strings.HasSuffix(line, "\t[crc16]\n") {
 			want = append(want, line)
 		}

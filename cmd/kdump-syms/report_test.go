@@ -92,11 +92,11 @@ var brokenGuests = []string{"deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-s
 func TestBrokenKallsyms(t *testing.T) {
 	n := 0
 	for _, g := range testutil.Sample(t, brokenGuests...) {
-		d, ok := dumpOf(g, testutil.DumpQEMUELF)
+		d, ok := g.Dump(testutil.DumpQEMUELF)
 		if !ok {
 			continue
 		}
-		p := d.paths
+		p := d.Paths
 		n++
 		t.Run(g.Name, func(t *testing.T) {
 			t.Parallel()
@@ -156,11 +156,11 @@ func TestBrokenKallsyms(t *testing.T) {
 // the brokenGuests.
 func TestBrokenKallsymsTables(t *testing.T) {
 	for _, g := range testutil.Sample(t, brokenGuests...) {
-		d, ok := dumpOf(g, testutil.DumpQEMUELF)
+		d, ok := g.Dump(testutil.DumpQEMUELF)
 		if !ok {
 			continue
 		}
-		p := d.paths
+		p := d.Paths
 		s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, p[0])
 		require.NoError(t, err)
 		k, err := s.Kallsyms()

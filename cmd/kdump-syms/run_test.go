@@ -71,7 +71,7 @@ func TestAllCorpus(t *testing.T) {
 			t.Parallel()
 			// Every guest, with or without KALLSYMS_ALL: without it the
 			// ftrace, BPF and kprobes list heads are found through code.
-			code, stderr, diff := runCLIMatch(truthText(t, g), nil, "all", dump)
+			code, stderr, diff := runCLIMatch(g.KallsymsText(t), nil, "all", dump)
 			if code != exitOK {
 				t.Fatalf("all: status %d: %s", code, stderr)
 			}
@@ -116,7 +116,7 @@ func TestAddrCorpus(t *testing.T) {
 		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {
 			t.Parallel()
-			truth := truthSyms(t, g)
+			truth := g.Kallsyms(t)
 			var oops, want strings.Builder
 			picked := 0
 			digits := 2 * g.PtrSize() // as the kernel prints addresses: 8 digits on 32-bit

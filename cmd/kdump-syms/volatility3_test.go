@@ -167,7 +167,7 @@ func TestVolatility3(t *testing.T) {
 			// structs: the programs the guest's /proc/kallsyms lists as
 			// [bpf] lines, bpf_prog_TAG_NAME.
 			var wantProgs, gotProgs []string
-			for _, e := range truthSyms(t, g) {
+			for _, e := range g.Kallsyms(t) {
 				if e.Module == "bpf" {
 					wantProgs = append(wantProgs, e.Name)
 				}

@@ -5,80 +5,17 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 )
 
-// memo computes a value once per key for the whole test binary: the
-// corpus ground truth and the dumps' paths, which many tests read (the
-// riscv64 guest's /proc/kallsyms is 43 MB, and testutil's DumpPaths hashes
-// the committed file on every call). A computation that fails the test
-// stores nothing, and the next caller tries again.
-type memo[V any] struct {
-	mu sync.Mutex
-	m  map[string]*memoEntry[V]
-}
-
-type memoEntry[V any] struct {
-	mu   sync.Mutex
-	done bool
-	v    V
-}
-
-func (m *memo[V]) get(key string, f func() V) V {
-	m.mu.Lock()
-	if m.m == nil {
-		m.m = map[string]*memoEntry[V]{}
-	}
-	e := m.m[key]
-	if e == nil {
-		e = new(memoEntry[V])
-		m.m[key] = e
-	}
-	m.mu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.done {
-		e.v = f()
-		e.done = true
-	}
-	return e.v
-}
-
-var (
-	kallsymsTexts memo[[]byte]
-	kallsymsLists memo[[]testutil.KallsymsEntry]
-	guestDumps    memo[[]corpusDump]
-)
-
-// truthText is g.KallsymsText, read once per test binary. Callers must not
-// modify it.
-func truthText(t testing.TB, g *testutil.CorpusGuest) []byte {
-	t.Helper()
-	return kallsymsTexts.get(g.Name, func() []byte { return g.KallsymsText(t) })
-}
-
-// truthSyms is g.Kallsyms, parsed once per test binary. Callers must not
-// modify it.
-func truthSyms(t testing.TB, g *testutil.CorpusGuest) []testutil.KallsymsEntry {
-	t.Helper()
-	return kallsymsLists.get(g.Name, func() []testutil.KallsymsEntry {
-		e, err := testutil.ParseKallsyms(bytes.NewReader(truthText(t, g)))
-		if err != nil {
-			t.Fatalf("%s/kallsyms.xz: %v", g.Name, err)
-		}
-		return e
-	})
-}
-
-// truthLines returns the lines of truthText whose kind is in kinds, in
+// truthLines returns the lines of g.KallsymsText whose kind is in kinds, in
 // file order.
 func truthLines(t testing.TB, g *testutil.CorpusGuest, kinds ...testutil.SymKind) []byte {
 	t.Helper()
 	var out []byte
-	for line := range bytes.Lines(truthText(t, g)) {
+	for line := range bytes.Lines(g.KallsymsText(t)) {
 		mod := ""
 		if i := bytes.IndexByte(line, '\t'); i >= 0 {
 			mod = strings.Trim(string(line[i+1:]), "[]\n")
@@ -91,42 +28,6 @@ func truthLines(t testing.TB, g *testutil.CorpusGuest, kinds ...testutil.SymKind
 		}
 	}
 	return out
-}
-
-// corpusDump is one dump of a guest that testutil finds: the full dump of
-// the cache, else the committed extract.
-type corpusDump struct {
-	format  testutil.DumpFormat
-	paths   []string
-	extract bool // the committed extract: only the pages decoding reads
-}
-
-// dumpsOf returns g's available dumps (testutil's AvailableDumps), found
-// once per test binary.
-func dumpsOf(g *testutil.CorpusGuest) []corpusDump {
-	return guestDumps.get(g.Name, func() []corpusDump {
-		var out []corpusDump
-		for _, f := range g.AvailableDumps() {
-			// What DumpPaths and IsExtract say, with one hash of the
-			// committed file, not two more.
-			if paths, ok := g.FullDumpPaths(f); ok {
-				out = append(out, corpusDump{format: f, paths: paths})
-			} else if paths, ok := g.ExtractPaths(f); ok {
-				out = append(out, corpusDump{format: f, paths: paths, extract: true})
-			}
-		}
-		return out
-	})
-}
-
-// dumpOf returns g's dump of format f, if it has one.
-func dumpOf(g *testutil.CorpusGuest, f testutil.DumpFormat) (corpusDump, bool) {
-	for _, d := range dumpsOf(g) {
-		if d.format == f {
-			return d, true
-		}
-	}
-	return corpusDump{}, false
 }
 
 // guestDump is a guest and the one dump of it a test runs on.
@@ -146,8 +47,8 @@ func pickDumps(t *testing.T, guests []*testutil.CorpusGuest, formats []testutil.
 	var out []guestDump
 	for _, g := range guests {
 		for _, f := range formats {
-			if d, ok := dumpOf(g, f); ok {
-				out = append(out, guestDump{g, d.paths[0]})
+			if d, ok := g.Dump(f); ok {
+				out = append(out, guestDump{g, d.Paths[0]})
 				break
 			}
 		}
@@ -164,13 +65,13 @@ func pickDumps(t *testing.T, guests []*testutil.CorpusGuest, formats []testutil.
 // (vmcore's TestCorpusSamePages and TestCorpusOpen check them format by
 // format) and decodes to the same symbols (the root package's
 // TestSessionCorpus).
-func guestSample(g *testutil.CorpusGuest) []corpusDump {
+func guestSample(g *testutil.CorpusGuest) []testutil.GuestDump {
 	if testutil.Thorough() {
-		return dumpsOf(g)
+		return g.Dumps()
 	}
 	for _, f := range preferredFormats {
-		if d, ok := dumpOf(g, f); ok {
-			return []corpusDump{d}
+		if d, ok := g.Dump(f); ok {
+			return []testutil.GuestDump{d}
 		}
 	}
 	return nil
