@@ -158,11 +158,11 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 		err := f()
 		sel.Consumers = append(sel.Consumers, Consumer{Name: name, Pages: sel.snapshot(), Err: err})
 		if err != nil && errors.Is(err, memory.ErrCorrupt) {
-			if strings.HasPrefix(err.Error(), name+": ") {
-				// The stage's package already names it.
-				return fmt.Errorf("extract: %s: %w", paths[0], err)
-			}
-			return fmt.Errorf("extract: %s: %s: %w", paths[0], name, err)
+			// Each stage's errors name their source (kallsyms:, vmcore:
+			// kernel address space:, kdumpsyms: modules:, symfinder:
+			// bpf:, ...); of the finders' joined failures, the first
+			// corrupt one stops the extract, said on one line.
+			return fmt.Errorf("extract: %s: %w", paths[0], firstCorrupt(err))
 		}
 		return nil
 	}
@@ -224,6 +224,19 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 		return nil
 	})
 	return sel, nil
+}
+
+// firstCorrupt returns the first error in err's tree of joined errors
+// that is corrupt data, or err itself.
+func firstCorrupt(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if errors.Is(e, memory.ErrCorrupt) {
+				return firstCorrupt(e)
+			}
+		}
+	}
+	return err
 }
 
 // snapshot returns the pages the recorder saw since the last snapshot and
