@@ -13,3 +13,8 @@ var ErrUnrecognizedFormat = errors.New("unrecognized dump format")
 // ErrTooLarge means a compressed wrapper decompressed to more than
 // Options.MaxDecompressedSize.
 var ErrTooLarge = errors.New("decompressed dump exceeds size limit")
+
+// ErrSingleFile means several files were given for a dump whose format
+// is one file: only a kdump-compressed dump is split into several
+// (makedumpfile --split).
+var ErrSingleFile = errors.New("only a kdump-compressed dump is split into several files")
