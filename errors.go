@@ -3,7 +3,7 @@ package kdumpsyms
 // NeedsError reports a symbol source that could not run because something
 // it needs failed first: the module walk and the ftrace, BPF and kprobes
 // readers need the kernel's symbols ("kallsyms") and the struct layouts;
-// kallsyms needs address translation. Err is the other's failure, the same
+// kallsyms needs address translation; the modules' ORC tables need BTF. Err is the other's failure, the same
 // error value for every source that needs it, so a caller can report the
 // root cause once and name the sources it stopped.
 type NeedsError struct {
@@ -23,4 +23,12 @@ func (e *NeedsError) Unwrap() error { return e.Err }
 const (
 	NeedTranslation = "translation"    // kernel virtual address translation
 	NeedLayouts     = "struct layouts" // BTF in the dump, or Options.Layout
+	// NeedBTF: layouts that inference does not find (struct module's
+	// arch, struct mod_arch_specific), from the dump's BTF or an
+	// Options.Layout that has them.
+	NeedBTF = "BTF"
 )
+
+// SourceModuleORC is NeedsError.Source for the modules' ORC tables
+// (ORCTables' ModulesErr).
+const SourceModuleORC = "module unwinding"

@@ -122,7 +122,7 @@ func (s *Session) unwindORC(regs []uint64, kernelStart uint64) Stack {
 // ORCTables returns where an x86_64 kernel's ORC tables are: vmlinux's,
 // by their symbols, the .orc_header hash where the kernel has one, the
 // format OSRELEASE implies, and the modules' tables (ModulesErr says why
-// they are absent: they need BTF). An .orc_header of the wrong size is an
+// they are absent: a *NeedsError of SourceModuleORC when they need BTF). An .orc_header of the wrong size is an
 // error wrapping unwind.ErrORCFormat. They are found once, for every CPU's
 // walk.
 func (s *Session) ORCTables() (unwind.ORCTables, error) {
@@ -187,20 +187,20 @@ type orcState struct {
 func (s *Session) orcModules() ([]unwind.ORCModule, error) {
 	st := &s.orcSt
 	st.once.Do(func() {
-		const need = "module frames need BTF (struct module's arch, struct mod_arch_specific)"
+		needBTF := func(err error) error { return &NeedsError{Source: SourceModuleORC, Needs: NeedBTF, Err: err} }
 		src, err := s.layout()
 		if err != nil {
-			st.err = fmt.Errorf("%s: %w", need, err)
+			st.err = needBTF(err)
 			return
 		}
 		mod, err := src.Struct("module", "arch")
 		if err != nil {
-			st.err = fmt.Errorf("%s: %w", need, err)
+			st.err = needBTF(err)
 			return
 		}
 		ma, err := src.Struct("mod_arch_specific", "num_orcs", "orc_unwind_ip", "orc_unwind")
 		if err != nil {
-			st.err = fmt.Errorf("%s: %w", need, err)
+			st.err = needBTF(err)
 			return
 		}
 		arch, _ := mod.Field("arch")

@@ -8,6 +8,7 @@ import (
 
 	kdumpsyms "github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/unwind"
@@ -105,6 +106,10 @@ func TestORCModulesNeedBTF(t *testing.T) {
 	tabs.Modules, tabs.ModulesErr = tabs.LoadModules()
 	assert.Empty(t, tabs.Modules)
 	require.Error(t, tabs.ModulesErr)
-	assert.Contains(t, tabs.ModulesErr.Error(), "module frames need BTF")
+	var ne *kdumpsyms.NeedsError
+	require.ErrorAs(t, tabs.ModulesErr, &ne)
+	assert.Equal(t, kdumpsyms.SourceModuleORC, ne.Source)
+	assert.Equal(t, kdumpsyms.NeedBTF, ne.Needs)
+	errshape.Require(t, tabs.ModulesErr)
 	assert.Len(t, tabs.Header, unwind.ORCHeaderSize, "6.12 has .orc_header")
 }

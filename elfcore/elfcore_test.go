@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
@@ -341,9 +342,8 @@ func TestMalformed(t *testing.T) {
 			assert.ErrorIs(t, err, memory.ErrCorrupt)
 			var fe *FormatError
 			require.ErrorAs(t, err, &fe)
-			// One line, naming where.
-			assert.NotContains(t, err.Error(), "\n")
-			assert.Contains(t, err.Error(), fmt.Sprintf("offset %#x", fe.Off))
+			// One line, naming where: fe.Off.
+			errshape.Require(t, err, fmt.Sprintf("offset %#x", fe.Off))
 		})
 	}
 }

@@ -67,13 +67,23 @@ const (
 	ModuleSuffix = ".ko.syms"
 )
 
+// ErrModuleName means a module's name is not a plain file name (empty,
+// ".", "..", or with a path separator or NUL): WriteDir does not write
+// that module.
+var ErrModuleName = errors.New("name is not a file name")
+
+// ErrNameClash means two modules given to WriteDir have the same name:
+// the first is written, the second is not.
+var ErrNameClash = errors.New("name used twice")
+
 // WriteDir writes vmlinux.syms (the vmlinux symbols, sections derived from
 // them) and one NAME.ko.syms per module into dir, creating dir if needed
 // and replacing files of those names. It returns the paths written. A
 // module name that is not a plain file name (empty, ".", "..", or with a
-// path separator or NUL: the name comes from the dump) is an error, as
-// are two modules of the same name; the other files are still written and
-// the errors joined.
+// path separator or NUL: the name comes from the dump) is an error
+// wrapping ErrModuleName, and a second module of a name one wrapping
+// ErrNameClash; the other files are still written and the errors joined
+// (errors.Join), one per module, each naming it.
 func WriteDir(dir string, t Target, vmlinux []symfinder.Symbol, mods []Module) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -101,11 +111,11 @@ func WriteDir(dir string, t Target, vmlinux []symfinder.Symbol, mods []Module) (
 	seen := map[string]bool{}
 	for _, m := range mods {
 		if m.Name == "" || m.Name == "." || m.Name == ".." || strings.ContainsAny(m.Name, "/\\\x00") {
-			errs = append(errs, fmt.Errorf("export: module name %q is not a file name", m.Name))
+			errs = append(errs, fmt.Errorf("export: module %q: %w", m.Name, ErrModuleName))
 			continue
 		}
 		if seen[m.Name] {
-			errs = append(errs, fmt.Errorf("export: two modules named %q", m.Name))
+			errs = append(errs, fmt.Errorf("export: module %q: %w", m.Name, ErrNameClash))
 			continue
 		}
 		seen[m.Name] = true

@@ -57,11 +57,28 @@ const maxSections = int(elf.SHN_LORESERVE) - 8
 // without extended section numbering.
 var ErrTooMany = errors.New("export: too many sections")
 
+// ErrDoesNotFit means a symbol's or section's address or size, or the
+// file's own size, is above 2^32-1 for a 32-bit Target. Its message
+// completes the one of the error wrapping it, which names the symbol or
+// section.
+var ErrDoesNotFit = errors.New("does not fit a 32-bit ELF file")
+
+// OverlapError reports two of the sections given to WriteELF that
+// overlap: Next starts inside Section.
+type OverlapError struct {
+	Section, Next Section
+}
+
+func (e *OverlapError) Error() string {
+	return fmt.Sprintf("export: section %s [%#x, +%#x) overlaps %s at %#x", e.Section.Name, e.Section.Base, e.Section.Size, e.Next.Name, e.Next.Base)
+}
+
 // WriteELF writes an ELF symbol file of syms to w. With sections nil the
 // sections are derived from the symbols (DeriveSections); else they must
-// not overlap. A 32-bit Target refuses addresses or sizes above 2^32-1;
-// one without its byte order or pointer size is an error wrapping
-// memory.ErrUnknownTarget.
+// not overlap (an *OverlapError). A 32-bit Target refuses addresses or
+// sizes above 2^32-1 (an error wrapping ErrDoesNotFit); one without its
+// byte order or pointer size is an error wrapping memory.ErrUnknownTarget,
+// one with a pointer size no kernel has errors.ErrUnsupported.
 func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section) error {
 	if sections == nil {
 		sections = DeriveSections(syms)
@@ -77,7 +94,7 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 	slices.SortStableFunc(secs, func(a, b Section) int { return cmp.Compare(a.Base, b.Base) })
 	for i := 1; i < len(secs); i++ {
 		if p := secs[i-1]; p.Size > 0 && secs[i].Base-p.Base < p.Size {
-			return fmt.Errorf("export: section %s [%#x, +%#x) overlaps %s at %#x", p.Name, p.Base, p.Size, secs[i].Name, secs[i].Base)
+			return &OverlapError{Section: p, Next: secs[i]}
 		}
 	}
 	fits := func(v uint64) bool { return is64 || v <= 0xffffffff }
@@ -105,7 +122,7 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 			size = s.Size
 		}
 		if !fits(s.Addr) || !fits(size) {
-			return fmt.Errorf("export: symbol %s at %#x size %#x does not fit a 32-bit ELF file", s.Name, s.Addr, size)
+			return fmt.Errorf("export: symbol %s at %#x size %#x %w", s.Name, s.Addr, size, ErrDoesNotFit)
 		}
 		k := byte(s.Kind)
 		shndx := uint16(elf.SHN_ABS)
@@ -165,7 +182,7 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 			return fmt.Errorf("export: section %s at %#x: size %#x", s.Name, s.Base, s.Size)
 		}
 		if !fits(s.Base) || !fits(s.Size) {
-			return fmt.Errorf("export: section %s at %#x does not fit a 32-bit ELF file", s.Name, s.Base)
+			return fmt.Errorf("export: section %s at %#x %w", s.Name, s.Base, ErrDoesNotFit)
 		}
 		flags := uint64(elf.SHF_ALLOC | elf.SHF_WRITE)
 		switch {
@@ -188,7 +205,7 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 	off += uint64(len(shstrtab))
 	shoff := (off + uint64(ptr) - 1) &^ uint64(ptr-1)
 	if !fits(shoff + uint64(len(hdrs)*shentsize)) {
-		return fmt.Errorf("export: %d symbols do not fit a 32-bit ELF file", len(syms))
+		return fmt.Errorf("export: the file of %d symbols %w", len(syms), ErrDoesNotFit)
 	}
 
 	// ELF header.

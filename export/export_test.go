@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
@@ -111,9 +112,17 @@ func TestWriteELF(t *testing.T) {
 func TestWriteELFErrors(t *testing.T) {
 	var b bytes.Buffer
 	t32 := Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, elf.EM_386}
-	assert.ErrorContains(t, WriteELF(&b, t32, testSyms, nil), "does not fit a 32-bit ELF file")
+	// The first symbol above 4 GiB is named.
+	err := WriteELF(&b, t32, testSyms, nil)
+	assert.ErrorIs(t, err, ErrDoesNotFit)
+	errshape.Require(t, err, "symbol _stext at 0xffffffff81000000 ")
 	t64 := Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, elf.EM_X86_64}
-	assert.ErrorContains(t, WriteELF(&b, t64, nil, []Section{{Name: "a", Base: 0x1000, Size: 0x2000}, {Name: "b", Base: 0x2000, Size: 0x10}}), "overlaps")
+	a, c := Section{Name: "a", Base: 0x1000, Size: 0x2000}, Section{Name: "b", Base: 0x2000, Size: 0x10}
+	err = WriteELF(&b, t64, nil, []Section{c, a})
+	var oe *OverlapError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, OverlapError{Section: a, Next: c}, *oe)
+	errshape.Require(t, err, "0x1000", "0x2000")
 	assert.ErrorIs(t, WriteELF(&b, Target{memory.Target{ByteOrder: binary.LittleEndian}, 0}, nil, nil), memory.ErrUnknownTarget)
 }
 
@@ -145,8 +154,16 @@ func TestWriteDir(t *testing.T) {
 	}
 	written, err := WriteDir(dir, t64, testSyms, mods)
 	require.Error(t, err)
-	assert.ErrorContains(t, err, `module name "../evil" is not a file name`)
-	assert.ErrorContains(t, err, `two modules named "xfs"`)
+	// One error per module, naming it.
+	var joined interface{ Unwrap() []error }
+	require.ErrorAs(t, err, &joined)
+	errs := joined.Unwrap()
+	require.Len(t, errs, 2)
+	assert.ErrorIs(t, errs[0], ErrModuleName)
+	errshape.Require(t, errs[0], `module "../evil"`)
+	assert.ErrorIs(t, errs[1], ErrNameClash)
+	assert.NotErrorIs(t, errs[1], ErrModuleName)
+	errshape.Require(t, errs[1], `module "xfs"`)
 	assert.Equal(t, []string{filepath.Join(dir, "vmlinux.syms"), filepath.Join(dir, "xfs.ko.syms")}, written)
 	f, err := elf.Open(filepath.Join(dir, "xfs.ko.syms"))
 	require.NoError(t, err)

@@ -137,6 +137,10 @@ var isfSymbolTypes = map[string]isfSymbolType{
 	"__start_rodata": {base: "char", array: true}, "__end_rodata": {base: "char", array: true},
 }
 
+// ErrNoBTF means WriteISF was given no BTF (ISF.Spec is nil): the types
+// of an ISF file come from the kernel's BTF.
+var ErrNoBTF = errors.New("no BTF")
+
 // maxTypeDepth bounds the nesting of one type descriptor (pointers,
 // arrays, typedefs, qualifiers). The kernel's deepest is a handful; a BTF
 // that goes deeper is cut there, with void.
@@ -185,9 +189,13 @@ type isfBase struct {
 // once (different structs of one name in different files), the definition
 // the other types refer to most is written. Symbols of one name are
 // written once: the first global one, else the first.
+//
+// An ISF without BTF is an error wrapping ErrNoBTF; a Target without its
+// byte order or pointer size one wrapping memory.ErrUnknownTarget, one
+// with a pointer size no kernel has errors.ErrUnsupported.
 func WriteISF(w io.Writer, in *ISF) (ISFStats, error) {
 	if in.Spec == nil {
-		return ISFStats{}, errors.New("export: ISF: no BTF")
+		return ISFStats{}, fmt.Errorf("export: ISF: %w", ErrNoBTF)
 	}
 	if err := in.Target.Check(); err != nil {
 		return ISFStats{}, fmt.Errorf("export: ISF: %w", err)

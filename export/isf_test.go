@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
@@ -178,9 +179,11 @@ func TestISFVersion(t *testing.T) {
 func TestWriteISFErrors(t *testing.T) {
 	le := binary.LittleEndian
 	_, err := WriteISF(&bytes.Buffer{}, &ISF{Target: memory.Target{ByteOrder: le, PtrSize: 8}})
-	assert.ErrorContains(t, err, "no BTF")
-	_, err = WriteISF(&bytes.Buffer{}, &ISF{Spec: isfSpec(t), Target: memory.Target{ByteOrder: le, PtrSize: 3}})
-	assert.ErrorContains(t, err, "pointer size 3")
+	assert.ErrorIs(t, err, ErrNoBTF)
+	bad := memory.Target{ByteOrder: le, PtrSize: 3}
+	_, err = WriteISF(&bytes.Buffer{}, &ISF{Spec: isfSpec(t), Target: bad})
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+	assert.Equal(t, bad.Check(), errors.Unwrap(err), "the Target's own check fails")
 	_, err = WriteISF(&bytes.Buffer{}, &ISF{Spec: isfSpec(t)})
 	assert.ErrorIs(t, err, memory.ErrUnknownTarget)
 }

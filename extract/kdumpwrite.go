@@ -48,6 +48,22 @@ type Kdump struct {
 // PFNRange is the range of page frame numbers [Start, End).
 type PFNRange struct{ Start, End uint64 }
 
+// PFNError reports a page of Kdump.Pages that the header's bitmaps do not
+// cover: PFN lies below First (Header.PFNOffset, the dump's first frame)
+// or at or beyond First+MaxMapnr (Header.MaxMapnr).
+type PFNError struct {
+	PFN      uint64
+	First    uint64
+	MaxMapnr uint64
+}
+
+func (e *PFNError) Error() string {
+	if e.PFN < e.First {
+		return fmt.Sprintf("extract: pfn %#x below the dump's first pfn %#x", e.PFN, e.First)
+	}
+	return fmt.Sprintf("extract: pfn %#x beyond max_mapnr %#x", e.PFN, e.MaxMapnr)
+}
+
 const (
 	kdSmallBlob = 256 // stored blobs up to this size are shared when equal (the zero page)
 )
@@ -55,7 +71,9 @@ const (
 // WriteKdump writes k to ws: one writer, or one per part of k.Parts.
 // Each file gets full headers and both full bitmaps, and the descriptors
 // and data of the pages in its range. Errors are those of the writers and
-// of k.Page, and an error for a layout it cannot write.
+// of k.Page, a *PFNError for a page the header's bitmaps do not cover, an
+// error wrapping errors.ErrUnsupported for a layout it cannot write, and
+// an error for other inconsistent input.
 func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 	h := k.Header
 	parts := k.Parts
@@ -100,10 +118,10 @@ func WriteKdump(ws []io.WriterAt, k *Kdump) error {
 		return errors.New("extract: pages not sorted")
 	}
 	if n := len(k.Pages); n > 0 && k.Pages[0] < pfnOff {
-		return fmt.Errorf("extract: pfn %#x below the dump's first pfn %#x", k.Pages[0], pfnOff)
+		return &PFNError{PFN: k.Pages[0], First: pfnOff, MaxMapnr: h.MaxMapnr}
 	}
 	if n := len(k.Pages); n > 0 && k.Pages[n-1]-pfnOff >= h.MaxMapnr {
-		return fmt.Errorf("extract: pfn %#x beyond max_mapnr %#x", k.Pages[n-1], h.MaxMapnr)
+		return &PFNError{PFN: k.Pages[n-1], First: pfnOff, MaxMapnr: h.MaxMapnr}
 	}
 
 	// Sub-header, notes, then VMCOREINFO when it is not inside the notes.

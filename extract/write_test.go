@@ -19,6 +19,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms/diskdump"
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
@@ -308,7 +309,16 @@ func TestWriteKdump(t *testing.T) {
 		k.Header.Machine = "i686"
 		assert.ErrorIs(t, WriteKdump([]io.WriterAt{&w}, k), errors.ErrUnsupported)
 		k.Header.Machine, k.Pages = "armv7l", []uint64{3}
-		assert.ErrorContains(t, WriteKdump([]io.WriterAt{&w}, k), "below the dump's first pfn")
+		err = WriteKdump([]io.WriterAt{&w}, k)
+		var pe *PFNError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, PFNError{PFN: 3, First: off, MaxMapnr: k.Header.MaxMapnr}, *pe)
+		errshape.Require(t, err, "pfn 0x3 ", fmt.Sprintf("%#x", off))
+		k.Pages = []uint64{off + k.Header.MaxMapnr}
+		err = WriteKdump([]io.WriterAt{&w}, k)
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, PFNError{PFN: off + k.Header.MaxMapnr, First: off, MaxMapnr: k.Header.MaxMapnr}, *pe)
+		errshape.Require(t, err, fmt.Sprintf("pfn %#x ", pe.PFN), fmt.Sprintf("max_mapnr %#x", k.Header.MaxMapnr))
 	})
 	t.Run("flattened", func(t *testing.T) {
 		k, want := testKdump(t, binary.LittleEndian, 8, "64-bit", 6)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
@@ -286,7 +287,14 @@ func TestErrors(t *testing.T) {
 		br.bo.PutUint32(m.data[at-m.base:], 0xffffffff)
 		_, err := Load(m, s.info, Options{})
 		require.ErrorIs(t, err, ErrCorrupt)
-		assert.Contains(t, err.Error(), "relative_base")
+		// The nearest miss is the first offset, with the address it
+		// decodes to: relative_base + 0xffffffff, wrapped.
+		var fe *FormatError
+		require.ErrorAs(t, err, &fe)
+		base := br.bo.Uint64(m.data[s.labels["kallsyms_relative_base"]-m.base:])
+		assert.Equal(t, at, fe.Addr)
+		assert.Equal(t, base+0xffffffff, fe.Val)
+		errshape.Require(t, err, fmt.Sprintf("relative_base %#x", base))
 	})
 	t.Run("unsaved names", func(t *testing.T) {
 		m := &memMap{base: s.mem.base, data: s.mem.data[:s.labels["kallsyms_names"]+100-s.mem.base]}

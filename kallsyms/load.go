@@ -227,7 +227,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 					return err
 				}
 				if ok && !t.aboveBase() {
-					errs = append(errs, corrupt(c.table, 4, "%s: the first offset at %#x wraps below relative_base %#x", enc, c.table, base))
+					errs = append(errs, corrupt(c.table, t.addrAt(0), "%s: the first offset at %#x wraps below relative_base %#x", enc, c.table, base))
 					continue
 				}
 				if err := raw.readErr(); err != nil {

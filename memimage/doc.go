@@ -41,11 +41,13 @@
 //
 // Malformed input is a *FormatError naming the file offset and, where it
 // applies, the range (by index, from 0, and its addresses); it matches
-// memory.ErrCorrupt, and io.ErrUnexpectedEOF when the file ends too
-// early. A file that starts with no known magic is ErrUnrecognizedFormat.
-// Reads outside every range fail with a *memory.FaultError wrapping
-// memory.ErrNotSaved; a chunk that does not decompress, or whose CRC does
-// not match, with one wrapping a *FormatError.
+// memory.ErrCorrupt, io.ErrUnexpectedEOF when the file ends too early,
+// ErrOverlap when two ranges overlap and ErrBadBlock when an AVML block
+// does not decode. A file that starts with no known magic is
+// ErrUnrecognizedFormat. Reads outside every range fail with a
+// *memory.FaultError wrapping memory.ErrNotSaved; a chunk that does not
+// decompress, or whose CRC does not match, with one wrapping a
+// *FormatError that matches ErrBadBlock.
 //
 // # Security
 //

@@ -12,6 +12,18 @@ import (
 // AVML range header. Callers probing several formats move on to the next.
 var ErrUnrecognizedFormat = errors.New("memimage: not a LiME or AVML image")
 
+// ErrOverlap means two ranges of an image cover the same address. The
+// *FormatError names the later of the two in file order (Range, Start,
+// Last); its message names the other.
+var ErrOverlap = errors.New("memimage: ranges overlap")
+
+// ErrBadBlock means an AVML range's compressed block does not decode: its
+// snappy framing, a chunk's length, contents or checksum, or the block's
+// trailer is wrong. NewFile finds what indexing the block shows; a chunk
+// that does not decompress, or whose data fails its checksum, fails the
+// reads that need it, and only those.
+var ErrBadBlock = errors.New("memimage: bad AVML block")
+
 // FormatError reports malformed input: What was wrong at file offset Off,
 // in range Range (its index in file order, -1 when the error concerns no
 // single range) covering [Start, Last].
@@ -21,6 +33,7 @@ type FormatError struct {
 	Start, Last uint64
 	What        string
 	eof         bool
+	kind        error // ErrOverlap, ErrBadBlock or nil
 }
 
 func (e *FormatError) Error() string {
@@ -31,10 +44,12 @@ func (e *FormatError) Error() string {
 	return s + e.What
 }
 
-// Is reports whether target is memory.ErrCorrupt, or io.ErrUnexpectedEOF
-// when the file ends before what the header promises.
+// Is reports whether target is memory.ErrCorrupt, io.ErrUnexpectedEOF
+// when the file ends before what the header promises, ErrOverlap for
+// overlapping ranges, or ErrBadBlock for an AVML block that does not
+// decode.
 func (e *FormatError) Is(target error) bool {
-	return target == memory.ErrCorrupt || (e.eof && target == io.ErrUnexpectedEOF)
+	return target == memory.ErrCorrupt || (e.eof && target == io.ErrUnexpectedEOF) || (e.kind != nil && target == e.kind)
 }
 
 func rangeErr(off int64, i int, start, last uint64, format string, args ...any) *FormatError {

@@ -122,7 +122,8 @@ func magicOf(b []byte) (Format, binary.ByteOrder, bool) {
 // ErrUnrecognizedFormat when the file does not start with a range header,
 // and are a *FormatError (matching memory.ErrCorrupt) when a header is
 // malformed, a range runs backwards, past the end of the file or over
-// another, or an AVML block's chunks do not add up.
+// another (ErrOverlap), or an AVML block's chunks do not add up
+// (ErrBadBlock).
 func NewFile(r io.ReaderAt, size int64) (*File, error) {
 	var h [headerSize]byte
 	if size < 8 {
@@ -207,7 +208,7 @@ func (f *File) avmlBlock(i int, start, last uint64, off int64) (int64, error) {
 	sawID := false
 	bad := func(at int64, eof bool, format string, args ...any) error {
 		e := rangeErr(at, i, start, last, format, args...)
-		e.eof = eof
+		e.eof, e.kind = eof, ErrBadBlock
 		return e
 	}
 	for got < want {
@@ -304,7 +305,9 @@ func checkOverlaps(order []Range, off func(int) int64) error {
 		if b.Start <= a.Last {
 			j := max(idx[k-1], idx[k])
 			o := order[j]
-			return rangeErr(off(j), j, o.Start, o.Last, "range overlaps range %d [%#x-%#x]", min(idx[k-1], idx[k]), order[min(idx[k-1], idx[k])].Start, order[min(idx[k-1], idx[k])].Last)
+			e := rangeErr(off(j), j, o.Start, o.Last, "range overlaps range %d [%#x-%#x]", min(idx[k-1], idx[k]), order[min(idx[k-1], idx[k])].Start, order[min(idx[k-1], idx[k])].Last)
+			e.kind = ErrOverlap
+			return e
 		}
 	}
 	return nil
@@ -460,7 +463,9 @@ func (f *File) chunk(i int) ([]byte, error) {
 
 func (f *File) chunkErr(pc piece, format string, args ...any) error {
 	r := f.order[pc.rng]
-	return rangeErr(pc.off-chunkHeaderSize-chunkCRCSize, int(pc.rng), r.Start, r.Last, format, args...)
+	e := rangeErr(pc.off-chunkHeaderSize-chunkCRCSize, int(pc.rng), r.Start, r.Last, format, args...)
+	e.kind = ErrBadBlock
+	return e
 }
 
 // maskedCRC is the snappy framing format's checksum of data.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
@@ -158,43 +160,46 @@ func TestHostile(t *testing.T) {
 	}
 	page := make([]byte, 0x1000)
 	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	// Each case names the failure by where it is (the FormatError's
+	// fields), its kind (ErrOverlap, ErrBadBlock or neither) and whether
+	// the file ended too early; other names the range an overlap hits.
 	tests := []struct {
-		name string
-		img  []byte
-		want string
-		eof  bool
+		name  string
+		img   []byte
+		where where
+		kind  error
+		eof   bool
+		other string
 	}{
-		{"overlap", cat(hdr(limeMagic, 1, 0x1000, 0x1fff), page, hdr(limeMagic, 1, 0x1800, 0x27ff), page), "at offset 0x1020: range 1 [0x1800-0x27ff]: range overlaps range 0 [0x1000-0x1fff]", false},
-		{"overlap out of order", cat(hdr(limeMagic, 1, 0x1800, 0x27ff), page, hdr(limeMagic, 1, 0x1000, 0x1fff), page), "range 1 [0x1000-0x1fff]: range overlaps range 0 [0x1800-0x27ff]", false},
-		{"backwards", cat(hdr(limeMagic, 1, 0x2000, 0x1000), page), "range 0 [0x2000-0x1000]: range runs backwards", false},
-		{"past end", cat(hdr(limeMagic, 1, 0x1000, 0x1fff), page[:0x800]), "range 0 [0x1000-0x1fff]: range needs 4096 bytes of data, the file has 2048 left", true},
-		{"huge", cat(hdr(limeMagic, 1, 0, 1<<62)), "range needs 4611686018427387905 bytes of data", true},
-		{"whole space", cat(hdr(limeMagic, 1, 0, ^uint64(0))), "covers the whole 64-bit address space", false},
-		{"version", cat(hdr(limeMagic, 2, 0x1000, 0x1fff), page), "lime header version 2, want 1", false},
-		{"magic change", cat(good, hdr(avmlMagic, 2, 0x50000, 0x50fff), page), "range 2: magic 0x4c4d5641, want 0x4c694d45", false},
-		{"trailing bytes", cat(good, []byte("junk")), "4 bytes after range 1 are too few for a range header", true},
-		{"avml version", cat(hdr(avmlMagic, 1, 0x1000, 0x1fff), page), "avml header version 1, want 2", false},
-		{"avml trailer lies", avmlChunks(0x1000, 0x1fff, 99, storedChunkBytes(page)), "the trailer says the compressed block takes 99 bytes, its snappy stream takes 4114", false},
-		{"avml more than declared", avmlChunks(0x1000, 0x17ff, -1, storedChunkBytes(page)), "the block decompresses to more than the range's 2048 bytes (4096 after this chunk)", false},
-		{"avml less than declared", avmlChunks(0x1000, 0x2fff, -1, storedChunkBytes(page)), "runs past the end of the file (the range has 4096 of its 8192 bytes)", true},
-		{"avml no trailer", avmlChunks(0x1000, 0x1fff, -1, storedChunkBytes(page))[:32+10+4+4+0x1000], "no compressed-size trailer", true},
-		{"avml chunk past end", avmlChunks(0x1000, 0x1fff, -1, storedChunkBytes(page))[:32+10+100], "snappy chunk of 4100 bytes runs past the end of the file", true},
-		{"avml no stream id", cat(hdr(avmlMagic, 2, 0x1000, 0x1fff), storedChunkBytes(page)), "does not start with the stream identifier", false},
-		{"avml reserved chunk", avmlChunks(0x1000, 0x1fff, -1, []byte{0x02, 1, 0, 0, 0}), "reserved unskippable snappy chunk type 0x2", false},
-		{"avml chunk too big", avmlChunks(0x1000, 0x11fff, -1, storedChunkBytes(make([]byte, 0x10001))), "snappy chunk declares 65537 bytes", false},
-		{"avml compressed too long", avmlChunks(0x1000, 0x1fff, -1, []byte{0x00, 0xff, 0xff, 0xf0, 0, 0, 0, 0, 0x80, 0x20}, make([]byte, 0xf0ffff)), "compressed snappy chunk of 15794171 bytes", false},
-		{"avml compressed lies", avmlChunks(0x1000, 0x1fff, -1, []byte{0x00, 9, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}), "snappy chunk declares 4294967295 bytes", false},
+		{"overlap", cat(hdr(limeMagic, 1, 0x1000, 0x1fff), page, hdr(limeMagic, 1, 0x1800, 0x27ff), page), where{0x1020, 1, 0x1800, 0x27ff}, ErrOverlap, false, "range 0 [0x1000-0x1fff]"},
+		{"overlap out of order", cat(hdr(limeMagic, 1, 0x1800, 0x27ff), page, hdr(limeMagic, 1, 0x1000, 0x1fff), page), where{0x1020, 1, 0x1000, 0x1fff}, ErrOverlap, false, "range 0 [0x1800-0x27ff]"},
+		{"backwards", cat(hdr(limeMagic, 1, 0x2000, 0x1000), page), where{0, 0, 0x2000, 0x1000}, nil, false, ""},
+		{"past end", cat(hdr(limeMagic, 1, 0x1000, 0x1fff), page[:0x800]), where{0, 0, 0x1000, 0x1fff}, nil, true, ""},
+		{"huge", cat(hdr(limeMagic, 1, 0, 1<<62)), where{0, 0, 0, 1 << 62}, nil, true, ""},
+		{"whole space", cat(hdr(limeMagic, 1, 0, ^uint64(0))), where{0, 0, 0, ^uint64(0)}, nil, false, ""},
+		{"version", cat(hdr(limeMagic, 2, 0x1000, 0x1fff), page), where{0, 0, 0x1000, 0x1fff}, nil, false, ""},
+		{"magic change", cat(good, hdr(avmlMagic, 2, 0x50000, 0x50fff), page), where{int64(len(good)), -1, 0, 0}, nil, false, ""},
+		{"trailing bytes", cat(good, []byte("junk")), where{int64(len(good)), -1, 0, 0}, nil, true, ""},
+		{"avml version", cat(hdr(avmlMagic, 1, 0x1000, 0x1fff), page), where{0, 0, 0x1000, 0x1fff}, nil, false, ""},
+		// Offsets in a block: its header (32 bytes), the stream
+		// identifier chunk (10), the data chunk (4+4+0x1000), the trailer.
+		{"avml trailer lies", avmlChunks(0x1000, 0x1fff, 99, storedChunkBytes(page)), where{0x1032, 0, 0x1000, 0x1fff}, ErrBadBlock, false, ""},
+		{"avml more than declared", avmlChunks(0x1000, 0x17ff, -1, storedChunkBytes(page)), where{0x2a, 0, 0x1000, 0x17ff}, ErrBadBlock, false, ""},
+		{"avml less than declared", avmlChunks(0x1000, 0x2fff, -1, storedChunkBytes(page)), where{0x1032, 0, 0x1000, 0x2fff}, ErrBadBlock, true, ""},
+		{"avml no trailer", avmlChunks(0x1000, 0x1fff, -1, storedChunkBytes(page))[:32+10+4+4+0x1000], where{0x1032, 0, 0x1000, 0x1fff}, ErrBadBlock, true, ""},
+		{"avml chunk past end", avmlChunks(0x1000, 0x1fff, -1, storedChunkBytes(page))[:32+10+100], where{0x2a, 0, 0x1000, 0x1fff}, ErrBadBlock, true, ""},
+		{"avml no stream id", cat(hdr(avmlMagic, 2, 0x1000, 0x1fff), storedChunkBytes(page)), where{0x20, 0, 0x1000, 0x1fff}, ErrBadBlock, false, ""},
+		{"avml reserved chunk", avmlChunks(0x1000, 0x1fff, -1, []byte{0x02, 1, 0, 0, 0}), where{0x2a, 0, 0x1000, 0x1fff}, ErrBadBlock, false, ""},
+		{"avml chunk too big", avmlChunks(0x1000, 0x11fff, -1, storedChunkBytes(make([]byte, 0x10001))), where{0x2a, 0, 0x1000, 0x11fff}, ErrBadBlock, false, ""},
+		{"avml compressed too long", avmlChunks(0x1000, 0x1fff, -1, []byte{0x00, 0xff, 0xff, 0xf0, 0, 0, 0, 0, 0x80, 0x20}, make([]byte, 0xf0ffff)), where{0x2a, 0, 0x1000, 0x1fff}, ErrBadBlock, false, ""},
+		{"avml compressed lies", avmlChunks(0x1000, 0x1fff, -1, []byte{0x00, 9, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}), where{0x2a, 0, 0x1000, 0x1fff}, ErrBadBlock, false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := NewFile(bytes.NewReader(tt.img), int64(len(tt.img)))
 			require.Error(t, err)
 			assert.Nil(t, f)
-			assert.Contains(t, err.Error(), tt.want)
-			assert.ErrorIs(t, err, memory.ErrCorrupt)
-			assert.Equal(t, tt.eof, errors.Is(err, io.ErrUnexpectedEOF), "eof")
-			var fe *FormatError
-			assert.ErrorAs(t, err, &fe)
+			checkFormatError(t, err, tt.where, tt.kind, tt.eof, tt.other)
 		})
 	}
 	t.Run("unrecognized", func(t *testing.T) {
@@ -230,12 +235,16 @@ func TestAVMLBadChunks(t *testing.T) {
 		require.NoError(t, memory.ReadFull(f.Physical(), b[:], a))
 		assert.Equal(t, page[a&0xfff:][:16], b[:])
 	}
+	// A stored chunk can only fail its CRC; the compressed one fails to
+	// decompress or its CRC. Each names its chunk's offset and range.
+	// A chunk's offset: its block's, past the block header (32 bytes)
+	// and the stream identifier chunk (10).
+	blk := int64(len(avmlChunks(0x1000, 0x1fff, -1, good)))
+	blk2 := int64(len(avmlChunks(0x3000, 0x3fff, -1, comp)))
 	_, err = f.Physical().ReadAt(b[:], 0x2000)
-	assert.ErrorIs(t, err, memory.ErrCorrupt)
-	assert.Contains(t, err.Error(), "range 1 [0x2000-0x2fff]: snappy chunk CRC")
+	checkFormatError(t, err, where{blk + 32 + 10, 1, 0x2000, 0x2fff}, ErrBadBlock, false, "")
 	_, err = f.Physical().ReadAt(b[:], 0x4000)
-	assert.ErrorIs(t, err, memory.ErrCorrupt)
-	assert.Contains(t, err.Error(), "range 3 [0x4000-0x4fff]")
+	checkFormatError(t, err, where{2*blk + blk2 + 32 + 10, 3, 0x4000, 0x4fff}, ErrBadBlock, false, "")
 	require.NoError(t, memory.ReadFull(f.Physical(), b[:], 0x1ff0), "a failed chunk leaves the cache sound")
 	assert.Equal(t, page[0xff0:], b[:])
 }
@@ -287,27 +296,59 @@ func TestRaw(t *testing.T) {
 	bad := []struct {
 		name   string
 		layout []RawRange
-		want   string
+		where  where
+		kind   error
 		eof    bool
+		other  string
 	}{
-		{"empty", nil, "no range given", false},
-		{"short", []RawRange{{Start: 0, Size: 0x4000}}, "range 0 [0x0-0x3fff]: raw image too short: the range needs file bytes up to 0x4000, the file has 0x3000", true},
-		{"short second", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x10000, Size: 0x2000}}, "range 1 [0x10000-0x11fff]: raw image too short", true},
-		{"rest not last", []RawRange{{Start: 0}, {Start: 0x10000}}, "only the last range may take the rest", false},
-		{"nothing left", []RawRange{{Start: 0, Size: 0x3000}, {Start: 0x10000}}, "no bytes left", true},
-		{"overlap", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x1000, Size: 0x1000}}, "range 1 [0x1000-0x1fff]: range overlaps range 0", false},
-		{"wraps", []RawRange{{Start: ^uint64(0) - 0xff}}, "runs past the end of the address space", false},
+		{"empty", nil, where{0, -1, 0, 0}, nil, false, ""},
+		{"short", []RawRange{{Start: 0, Size: 0x4000}}, where{0, 0, 0, 0x3fff}, nil, true, ""},
+		{"short second", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x10000, Size: 0x2000}}, where{0x2000, 1, 0x10000, 0x11fff}, nil, true, ""},
+		{"rest not last", []RawRange{{Start: 0}, {Start: 0x10000}}, where{0, -1, 0, 0}, nil, false, "raw range 0 at 0x0"},
+		{"nothing left", []RawRange{{Start: 0, Size: 0x3000}, {Start: 0x10000}}, where{0x3000, -1, 0, 0}, nil, true, "raw range 1 at 0x10000"},
+		{"overlap", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x1000, Size: 0x1000}}, where{0x2000, 1, 0x1000, 0x1fff}, ErrOverlap, false, "range 0 [0x0-0x1fff]"},
+		{"wraps", []RawRange{{Start: ^uint64(0) - 0xff}}, where{0, -1, 0, 0}, nil, false, "raw range 0 at 0xffffffffffffff00"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := NewRaw(r, int64(len(img)), tt.layout)
 			require.Error(t, err)
 			assert.Nil(t, f)
-			assert.Contains(t, err.Error(), tt.want)
-			assert.ErrorIs(t, err, memory.ErrCorrupt)
-			assert.Equal(t, tt.eof, errors.Is(err, io.ErrUnexpectedEOF))
+			checkFormatError(t, err, tt.where, tt.kind, tt.eof, tt.other)
 		})
 	}
+}
+
+// where is the place a *FormatError names: its Off, Range, Start and
+// Last.
+type where struct {
+	off         int64
+	rng         int
+	start, last uint64
+}
+
+// checkFormatError checks that err is a *FormatError at w, matching
+// memory.ErrCorrupt, kind (ErrOverlap, ErrBadBlock, or neither when nil)
+// and io.ErrUnexpectedEOF exactly when eof, whose one-line message names
+// the offset, the range and other.
+func checkFormatError(t *testing.T, err error, w where, kind error, eof bool, other string) {
+	t.Helper()
+	var fe *FormatError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, w, where{fe.Off, fe.Range, fe.Start, fe.Last})
+	assert.ErrorIs(t, err, memory.ErrCorrupt)
+	assert.Equal(t, eof, errors.Is(err, io.ErrUnexpectedEOF), "eof")
+	for _, k := range []error{ErrOverlap, ErrBadBlock} {
+		assert.Equal(t, k == kind, errors.Is(err, k), "kind %v", k)
+	}
+	names := []string{fmt.Sprintf("at offset %#x: ", w.off)}
+	if w.rng >= 0 {
+		names = append(names, fmt.Sprintf("range %d [%#x-%#x]: ", w.rng, w.start, w.last))
+	}
+	if other != "" {
+		names = append(names, other)
+	}
+	errshape.Require(t, err, names...)
 }
 
 func TestParseRawLayout(t *testing.T) {

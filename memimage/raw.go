@@ -18,7 +18,7 @@ type RawRange struct{ Start, Size uint64 }
 // memory.ErrCorrupt, and io.ErrUnexpectedEOF when the file is shorter than
 // the layout needs) naming the range, for an empty layout, a range of size
 // 0 other than the last, a range past the end of the address space, and
-// overlapping ranges.
+// overlapping ranges (ErrOverlap).
 func NewRaw(r io.ReaderAt, size int64, layout []RawRange) (*File, error) {
 	if len(layout) == 0 {
 		return nil, fileErr(0, "raw image: no range given")

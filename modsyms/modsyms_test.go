@@ -10,6 +10,7 @@ import (
 
 	"encoding/binary"
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
@@ -201,7 +202,7 @@ func TestFilteredModule(t *testing.T) {
 	var me *ModuleError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, "big", me.Name)
-	assert.NotContains(t, me.Error(), "\n", "one line")
+	errshape.Require(t, me)
 	require.Len(t, set.Modules(), 3)
 	assert.Nil(t, set.Modules()[1].Symbols)
 	lines, ferr := kallsymsLines(t, set)
@@ -272,7 +273,7 @@ func TestHostile(t *testing.T) {
 			var me *ModuleError
 			require.ErrorAs(t, err, &me)
 			assert.Equal(t, m, me.Addr)
-			assert.NotContains(t, me.Error(), "\n")
+			errshape.Require(t, me)
 			require.NotNil(t, set)
 			good, ok := set.Module("good")
 			require.True(t, ok)

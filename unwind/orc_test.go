@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/stretchr/testify/assert"
@@ -205,15 +207,18 @@ func TestORCModules(t *testing.T) {
 		bad.Modules[1].N = 1 << 40 // far more entries than 4 KiB of text could have
 		fr, stop := ORC(m, cpu, bad, Options{KernelStart: kText})
 		assert.ErrorIs(t, stop.Err, ErrBadFrame)
-		assert.Contains(t, stop.Err.Error(), "num_orcs")
+		// Names the address, the module and its num_orcs.
+		errshape.Require(t, stop.Err, fmt.Sprintf("%#x [a]", uint64(modA+0x20)), fmt.Sprintf("num_orcs %d", uint64(1<<40)))
 		assert.Len(t, fr, 1)
 	})
 	t.Run("no module tables", func(t *testing.T) {
 		none := tabs
-		none.Modules, none.ModulesErr = nil, errors.New("module frames need BTF")
+		needBTF := errors.New("module frames need BTF")
+		none.Modules, none.ModulesErr = nil, needBTF
 		_, stop := ORC(m, cpu, none, Options{KernelStart: kText})
 		assert.ErrorIs(t, stop.Err, ErrNoORC)
-		assert.Contains(t, stop.Err.Error(), "module frames need BTF")
+		assert.ErrorIs(t, stop.Err, needBTF, "the modules' error is the cause")
+		errshape.Require(t, stop.Err)
 	})
 }
 
@@ -236,7 +241,7 @@ func TestORCHeader(t *testing.T) {
 	tabs.Header = unknown
 	fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
 	assert.ErrorIs(t, stop.Err, ErrORCFormat)
-	assert.Contains(t, stop.Err.Error(), hex.EncodeToString(unknown))
+	errshape.Require(t, stop.Err, hex.EncodeToString(unknown)) // names the header by its hash
 	assert.Empty(t, fr)
 
 	_, err := ORCFormatForHeader(known[:19])

@@ -41,7 +41,13 @@ const (
 
 var bannerPrefix = []byte("Linux version ")
 
-var errPageTables = fmt.Errorf("more than %d page tables in the kernel text maps of the candidate top-level tables: not a kernel's", maxPageTables)
+// errPageTables is the error of text maps that take more than
+// maxPageTables page tables.
+func errPageTables() error {
+	e := deriveErr(ErrTooManyTables, "more than %d page tables in the kernel text maps of the candidate top-level tables: not a kernel's", maxPageTables)
+	e.MaxTables = maxPageTables
+	return e
+}
 
 // bannerHit is a "Linux version <release> (" string in physical memory.
 type bannerHit struct {
@@ -270,7 +276,7 @@ func readTextMap(phys memory.Reader, bo binary.ByteOrder, pd uint64, budget *int
 			continue
 		}
 		if *budget <= 0 {
-			m.err = fmt.Errorf("PD at %#x: %w", pd, errPageTables)
+			m.err = fmt.Errorf("PD at %#x: %w", pd, errPageTables())
 			m.runs = nil
 			return m
 		}
@@ -307,10 +313,12 @@ func deriveX86From(phys memory.Reader, s *x86Scan, limit uint64) (*derivedX86, e
 		return nil, errNoBanner(limit)
 	}
 	if len(s.order) == 0 {
-		return nil, fmt.Errorf("no page that looks like a 4-level top-level page table (entry 511 a present table) in saved memory")
+		return nil, deriveErr(ErrNoPageTable, "no page that looks like a 4-level top-level page table (entry 511 a present table) in saved memory")
 	}
 	if s.overflow {
-		return nil, fmt.Errorf("more than %d distinct kernel-half tables among the candidate top-level page tables: not a kernel's", maxRootTables)
+		e := deriveErr(ErrTooManyTables, "more than %d distinct kernel-half tables among the candidate top-level page tables: not a kernel's", maxRootTables)
+		e.MaxTables = maxRootTables
+		return nil, e
 	}
 	type cand struct {
 		root uint64
@@ -332,7 +340,7 @@ func deriveX86From(phys memory.Reader, s *x86Scan, limit uint64) (*derivedX86, e
 		if !ok {
 			m = readTextMap(phys, bo, pd, &budget)
 			maps[pd] = m
-			if errors.Is(m.err, errPageTables) {
+			if errors.Is(m.err, ErrTooManyTables) {
 				return nil, m.err
 			}
 		}
@@ -352,14 +360,14 @@ func deriveX86From(phys memory.Reader, s *x86Scan, limit uint64) (*derivedX86, e
 	}
 	if len(cands) == 0 {
 		var pas []string
+		e := deriveErr(ErrNoPageTable, "")
 		for _, h := range s.banners {
 			pas = append(pas, fmt.Sprintf("%#x (%s)", h.pa, h.release))
+			e.Banners = append(e.Banners, h.pa)
 		}
-		msg := fmt.Sprintf("no candidate top-level page table (%d examined) maps a banner copy (%s) in the kernel text map [%#x, %#x)", len(s.order), strings.Join(pas, ", "), uint64(x86TextMap), uint64(x86TextMap+1<<30))
-		if firstErr != nil {
-			msg += "; first unreadable table: " + firstErr.Error()
-		}
-		return nil, fmt.Errorf("%s", msg)
+		e.msg = fmt.Sprintf("no candidate top-level page table (%d examined) maps a banner copy (%s) in the kernel text map [%#x, %#x)", len(s.order), strings.Join(pas, ", "), uint64(x86TextMap), uint64(x86TextMap+1<<30))
+		e.Examined, e.Err = len(s.order), firstErr
+		return nil, e
 	}
 	// The candidates share the kernel's mappings: they must agree.
 	var self []cand
@@ -367,8 +375,10 @@ func deriveX86From(phys memory.Reader, s *x86Scan, limit uint64) (*derivedX86, e
 		c0 := cands[0]
 		d0, d := c0.va-c0.hit.pa, c.va-c.hit.pa
 		if c.hit.release != c0.hit.release || d != d0 || c.m.runs[0].va != c0.m.runs[0].va {
-			return nil, fmt.Errorf("top-level page table candidates disagree: %#x maps %q at %#x (va−pa %#x, lowest %#x), %#x maps %q at %#x (va−pa %#x, lowest %#x)",
+			e := deriveErr(ErrAmbiguous, "top-level page table candidates disagree: %#x maps %q at %#x (va−pa %#x, lowest %#x), %#x maps %q at %#x (va−pa %#x, lowest %#x)",
 				c0.root, c0.hit.release, c0.va, d0, c0.m.runs[0].va, c.root, c.hit.release, c.va, d, c.m.runs[0].va)
+			e.Tables = []uint64{c0.root, c.root}
+			return nil, e
 		}
 		if pa, ok := c.m.translate(c.root + d); ok && pa == c.root {
 			self = append(self, c)
@@ -385,23 +395,38 @@ func deriveX86From(phys memory.Reader, s *x86Scan, limit uint64) (*derivedX86, e
 		}
 		return strings.Join(out, ", ")
 	}
+	tables := func(cs []cand) []uint64 {
+		var out []uint64
+		for _, c := range cs {
+			out = append(out, c.root)
+		}
+		return out
+	}
 	switch len(self) {
 	case 0:
-		return nil, fmt.Errorf("none of the %d top-level page tables mapping the banner (%s) lies in the kernel image (maps itself at its text-map address): no init_top_pgt", len(cands), roots(cands))
+		e := deriveErr(ErrNoPageTable, "none of the %d top-level page tables mapping the banner (%s) lies in the kernel image (maps itself at its text-map address): no init_top_pgt", len(cands), roots(cands))
+		e.Tables = tables(cands)
+		return nil, e
 	case 1:
 	default:
-		return nil, fmt.Errorf("%d top-level page tables map the banner and themselves in the kernel image (%s): which is init_top_pgt is ambiguous", len(self), roots(self))
+		e := deriveErr(ErrAmbiguous, "%d top-level page tables map the banner and themselves in the kernel image (%s): which is init_top_pgt is ambiguous", len(self), roots(self))
+		e.Tables = tables(self)
+		return nil, e
 	}
 	c := self[0]
 	delta := c.va - c.hit.pa
 	low := c.m.runs[0]
 	if low.va-low.pa != delta {
-		return nil, fmt.Errorf("the lowest text-map address %#x maps %#x, not linearly with the banner (%#x at %#x)", low.va, low.pa, c.hit.pa, c.va)
+		e := deriveErr(ErrNoPageTable, "the lowest text-map address %#x maps %#x, not linearly with the banner (%#x at %#x) in the table at %#x", low.va, low.pa, c.hit.pa, c.va, c.root)
+		e.Tables, e.Banners = []uint64{c.root}, []uint64{c.hit.pa}
+		return nil, e
 	}
 	for _, h := range s.banners {
 		if h.release != c.hit.release {
 			if _, ok := c.m.reverse(h.pa); ok {
-				return nil, fmt.Errorf("the kernel image holds banners of two releases: %q at %#x and %q at %#x", c.hit.release, c.hit.pa, h.release, h.pa)
+				e := deriveErr(ErrAmbiguous, "the kernel image holds banners of two releases: %q at %#x and %q at %#x", c.hit.release, c.hit.pa, h.release, h.pa)
+				e.Banners = []uint64{c.hit.pa, h.pa}
+				return nil, e
 			}
 		}
 	}
@@ -466,16 +491,17 @@ func (d *Dump) derive(opt Options, arch string) {
 	}
 }
 
-// errNoKernelBanner is the cause of a derivation that found no kernel
-// banner in the memory it read.
-var errNoKernelBanner = errors.New("no \"Linux version \" banner in saved memory")
-
-// errNoBanner is errNoKernelBanner, saying how much was read.
+// errNoBanner is the error of a derivation that found no kernel banner
+// in the at most limit bytes it read.
 func errNoBanner(limit uint64) error {
-	return fmt.Errorf("%w (at most %d MiB read)", errNoKernelBanner, limit>>20)
+	e := deriveErr(ErrNoBanner, "%v (at most %d MiB read)", ErrNoBanner, limit>>20)
+	e.Scanned = limit
+	return e
 }
 
 // DeriveErr says why VMCOREINFO could not be derived from a memory image
 // that holds no note (docs/formats.md §3.7), or nil: when it was derived,
-// found, or not looked for.
+// found, or not looked for. It wraps a *DeriveError for each architecture
+// tried (one when no banner was found: the scans share it), matching
+// ErrNoBanner, ErrNoPageTable, ErrAmbiguous or ErrTooManyTables.
 func (d *Dump) DeriveErr() error { return d.deriveErr }

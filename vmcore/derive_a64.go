@@ -42,7 +42,13 @@ const (
 	armKimgAlign = 2 << 20 // MIN_KIMG_ALIGN: KASLR offsets are multiples
 )
 
-var errArmTables = fmt.Errorf("more than %d page tables read in the upper halves of the candidate top-level tables: not a kernel's", maxArmTables)
+// errArmTables is the error of candidate tables whose walks take more
+// than maxArmTables page tables.
+func errArmTables() error {
+	e := deriveErr(ErrTooManyTables, "more than %d page tables read in the upper halves of the candidate top-level tables: not a kernel's", maxArmTables)
+	e.MaxTables = maxArmTables
+	return e
+}
 
 func (l armLayout) shift(lvl int) uint { return 12 + 9*uint(lvl-1) }
 
@@ -157,11 +163,11 @@ func (w *armWalker) leaves(l armLayout, table uint64, lvl int, va uint64, from, 
 			}
 			seen[l.oa(e)] = true
 			if w.budget <= 0 {
-				return false, errArmTables
+				return false, errArmTables()
 			}
 			w.budget--
 			more, err := w.leaves(l, l.oa(e), lvl-1, v, 0, 512, seen, leaf)
-			if errors.Is(err, errArmTables) || !more {
+			if errors.Is(err, ErrTooManyTables) || !more {
 				return more, err
 			}
 		}
@@ -193,7 +199,7 @@ func (w *armWalker) bannerHits(l armLayout, pa uint64, lvl int, banners []banner
 	}
 	w.memo[k] = nil // in progress: a loop back here adds nothing
 	if w.budget <= 0 {
-		return nil, errArmTables
+		return nil, errArmTables()
 	}
 	w.budget--
 	var tab [4096]byte
@@ -402,10 +408,12 @@ func deriveARM64From(w *armWalker, s *armScan, limit uint64) (*derivedARM64, err
 		return nil, errNoBanner(limit)
 	}
 	if len(s.cands) == 0 {
-		return nil, fmt.Errorf("no page that looks like an arm64 4 KiB-granule top-level table (valid table entries into saved memory in both halves) in saved memory")
+		return nil, deriveErr(ErrNoPageTable, "no page that looks like an arm64 4 KiB-granule top-level table (valid table entries into saved memory in both halves) in saved memory")
 	}
 	if s.overflow {
-		return nil, fmt.Errorf("more than %d pages look like an arm64 top-level table: not a kernel's", maxRootsKept)
+		e := deriveErr(ErrTooManyTables, "more than %d pages look like an arm64 top-level table: not a kernel's", maxRootsKept)
+		e.MaxTables = maxRootsKept
+		return nil, e
 	}
 	type self struct {
 		c       armCand
@@ -472,26 +480,32 @@ func deriveARM64From(w *armWalker, s *armScan, limit uint64) (*derivedARM64, err
 		return found[0], nil
 	case len(found) > 1:
 		var out []string
+		var roots []uint64
 		for i, f := range found {
+			roots = append(roots, f.root)
 			if i == 8 {
 				out = append(out, fmt.Sprintf("and %d more", len(found)-i))
-				break
+				continue
 			}
-			out = append(out, fmt.Sprintf("%#x (%s, kimage_voffset %#x)", f.root, f.layout, f.kvo))
+			if i < 8 {
+				out = append(out, fmt.Sprintf("%#x (%s, kimage_voffset %#x)", f.root, f.layout, f.kvo))
+			}
 		}
-		return nil, fmt.Errorf("%d arm64 top-level page tables map the banner and themselves in the kernel image and pass the linear-map check: which is swapper_pg_dir is ambiguous: %s", len(found), strings.Join(out, ", "))
+		e := deriveErr(ErrAmbiguous, "%d arm64 top-level page tables map the banner and themselves in the kernel image and pass the linear-map check: which is swapper_pg_dir is ambiguous: %s", len(found), strings.Join(out, ", "))
+		e.Tables = roots
+		return nil, e
 	case whyNot != nil:
 		return nil, whyNot
 	}
 	var pas []string
+	e := deriveErr(ErrNoPageTable, "")
 	for _, h := range s.banners {
 		pas = append(pas, fmt.Sprintf("%#x (%s)", h.pa, h.release))
+		e.Banners = append(e.Banners, h.pa)
 	}
-	msg := fmt.Sprintf("none of the %d candidate arm64 top-level page tables maps a banner copy (%s) in its upper half and itself at the same offset: no swapper_pg_dir", len(s.cands), strings.Join(pas, ", "))
-	if w.firstErr != nil {
-		msg += "; first unreadable table: " + w.firstErr.Error()
-	}
-	return nil, errors.New(msg)
+	e.msg = fmt.Sprintf("none of the %d candidate arm64 top-level page tables maps a banner copy (%s) in its upper half and itself at the same offset: no swapper_pg_dir", len(s.cands), strings.Join(pas, ", "))
+	e.Examined, e.Err = len(s.cands), w.firstErr
+	return nil, e
 }
 
 // finishARM64 checks the linear map against the banner and finds the
@@ -503,7 +517,9 @@ func finishARM64(w *armWalker, l armLayout, root uint64, hit bannerHit, va, kvo 
 			continue
 		}
 		if pa, _, ok := w.walk(l, root, h.pa+kvo); ok && pa == h.pa {
-			return nil, fmt.Errorf("the kernel image holds banners of two releases: %q at %#x and %q at %#x", hit.release, hit.pa, h.release, h.pa)
+			e := deriveErr(ErrAmbiguous, "the kernel image holds banners of two releases: %q at %#x and %q at %#x", hit.release, hit.pa, h.release, h.pa)
+			e.Banners = []uint64{hit.pa, h.pa}
+			return nil, e
 		}
 	}
 	// PHYS_OFFSET from the lowest linear-map address.
@@ -518,15 +534,21 @@ func finishARM64(w *armWalker, l armLayout, root uint64, hit bannerHit, va, kvo 
 		return nil, fmt.Errorf("linear map of %#x: %w", root, err)
 	}
 	if !found {
-		return nil, fmt.Errorf("the top-level table at %#x maps nothing in the linear map (lower half): no PHYS_OFFSET", root)
+		e := deriveErr(ErrNoPageTable, "the top-level table at %#x maps nothing in the linear map (lower half): no PHYS_OFFSET", root)
+		e.Tables = []uint64{root}
+		return nil, e
 	}
 	x.physOff = lpa - (lva - l.base())
 	x.linearVA = l.base() + (hit.pa - x.physOff)
 	if hit.pa < x.physOff {
-		return nil, fmt.Errorf("the banner at %#x lies below PHYS_OFFSET %#x (linear map %#x → %#x)", hit.pa, x.physOff, lva, lpa)
+		e := deriveErr(ErrNoPageTable, "the banner at %#x lies below PHYS_OFFSET %#x (linear map %#x → %#x)", hit.pa, x.physOff, lva, lpa)
+		e.Banners = []uint64{hit.pa}
+		return nil, e
 	}
 	if pa, _, ok := w.walk(l, root, x.linearVA); !ok || pa != hit.pa {
-		return nil, fmt.Errorf("linear map check: PHYS_OFFSET %#x (from %#x → %#x) puts the banner at %#x, which the table at %#x does not map to %#x", x.physOff, lva, lpa, x.linearVA, root, hit.pa)
+		e := deriveErr(ErrNoPageTable, "linear map check: PHYS_OFFSET %#x (from %#x → %#x) puts the banner at %#x, which the table at %#x does not map to %#x", x.physOff, lva, lpa, x.linearVA, root, hit.pa)
+		e.Tables, e.Banners = []uint64{root}, []uint64{hit.pa}
+		return nil, e
 	}
 	// The image start: step down from the banner while the image maps
 	// linearly at kimage_voffset.

@@ -2,6 +2,8 @@ package vmcore
 
 import (
 	"encoding/binary"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -104,55 +107,85 @@ func TestDeriveX86PageTables(t *testing.T) {
 }
 
 func TestDeriveX86Errors(t *testing.T) {
+	// The failures that find no table: the one candidate maps no banner
+	// copy (listed) in the text map.
+	noMap := func(banner uint64) DeriveError {
+		return DeriveError{Kind: ErrNoPageTable, Banners: []uint64{banner}, Examined: 1}
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(m flatMem)
-		want string
+		want DeriveError
 	}{
-		{"no banner", func(m flatMem) { clear(m[synBanner : synBanner+0x100]) }, `no "Linux version " banner`},
-		{"no table", func(m flatMem) { m.put(synRoot+511*8, 0) }, "no page that looks like a 4-level top-level page table"},
+		{"no banner", func(m flatMem) { clear(m[synBanner : synBanner+0x100]) }, DeriveError{Kind: ErrNoBanner, Scanned: 1 << 30}},
+		{"no table", func(m flatMem) { m.put(synRoot+511*8, 0) }, DeriveError{Kind: ErrNoPageTable}},
 		{"banner outside the image", func(m flatMem) {
 			copy(m[0x100800:], m[synBanner:synBanner+0x100])
 			clear(m[synBanner : synBanner+0x100])
-		}, "no candidate top-level page table (1 examined) maps a banner copy (0x100800 (6.99.0-test))"},
+		}, noMap(0x100800)},
 		{"ambiguous", func(m flatMem) {
 			// A second table in the image that maps itself too.
 			copy(m[0x206000:0x207000], m[synRoot:synRoot+0x1000])
-		}, "2 top-level page tables map the banner and themselves in the kernel image (0x201000, 0x206000)"},
+		}, DeriveError{Kind: ErrAmbiguous, Tables: []uint64{synRoot, 0x206000}}},
 		{"disagree", func(m flatMem) {
 			// Another table maps the same banner at another address.
 			m.put(0x100000+511*8, 0x101000|tableFl)
 			m.put(0x101000+510*8, 0x102000|tableFl)
 			m.put(0x102000+20*8, synImage|largeFl)
-		}, "top-level page table candidates disagree: 0x100000 maps \"6.99.0-test\" at 0xffffffff82804000"},
+		}, DeriveError{Kind: ErrAmbiguous, Tables: []uint64{0x100000, synRoot}}},
 		{"not in the image", func(m flatMem) {
 			copy(m[0x100000:0x101000], m[synRoot:synRoot+0x1000])
 			clear(m[synRoot : synRoot+0x1000])
-		}, "none of the 1 top-level page tables mapping the banner (0x100000) lies in the kernel image"},
+		}, DeriveError{Kind: ErrNoPageTable, Tables: []uint64{0x100000}}},
 		{"two releases", func(m flatMem) {
 			copy(m[synBanner+0x800:], "Linux version 5.0.0-other (x@y) #1\n")
-		}, `the kernel image holds banners of two releases: "6.99.0-test" at 0x204000 and "5.0.0-other" at 0x204800`},
+		}, DeriveError{Kind: ErrAmbiguous, Banners: []uint64{synBanner, synBanner + 0x800}}},
 		{"loop: the table is its own PDPT and PD", func(m flatMem) {
 			m.put(synRoot+511*8, synRoot|tableFl)
 			m.put(synRoot+510*8, synRoot|tableFl)
-		}, "no candidate top-level page table"},
+		}, noMap(synBanner)},
 		{"loop: a PD entry points to the PD", func(m flatMem) {
 			m.put(synPD+synPDIdx*8, synPD|tableFl)
-		}, "no candidate top-level page table"},
-		{"unsaved page table", func(m flatMem) {
-			m.put(synPD+synPDIdx*8, 0x7f000000|tableFl)
-		}, "first unreadable table: page table of 0xffffffff81200000 at 0x7f000000"},
+		}, noMap(synBanner)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := synKernel()
 			tc.edit(m)
 			start := time.Now()
 			_, err := deriveX86(m, m.ranges, 1<<30)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
+			checkDeriveErr(t, err, tc.want)
+			assert.NotErrorIs(t, err, memory.ErrNotSaved, "every table was read")
 			assert.Less(t, time.Since(start), 5*time.Second)
 		})
 	}
+	t.Run("unsaved page table", func(t *testing.T) {
+		// The first table that could not be read is the cause, named.
+		m := synKernel()
+		m.put(synPD+synPDIdx*8, 0x7f000000|tableFl)
+		_, err := deriveX86(m, m.ranges, 1<<30)
+		checkDeriveErr(t, err, noMap(synBanner), "0xffffffff81200000")
+		assert.ErrorIs(t, err, memory.ErrNotSaved)
+		var fe *memory.FaultError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, uint64(0x7f000000), fe.Addr)
+	})
+}
+
+// checkDeriveErr checks that err is the *DeriveError want (its cause Err
+// aside), matching want.Kind, and that its one-line message names every
+// table and banner of it, and where.
+func checkDeriveErr(t *testing.T, err error, want DeriveError, where ...string) {
+	t.Helper()
+	var de *DeriveError
+	require.ErrorAs(t, err, &de)
+	got := *de
+	got.Err, got.msg = nil, ""
+	assert.Equal(t, want, got)
+	assert.ErrorIs(t, err, want.Kind)
+	for _, a := range append(slices.Clone(want.Tables), want.Banners...) {
+		where = append(where, fmt.Sprintf("%#x", a))
+	}
+	errshape.Require(t, err, where...)
 }
 
 // TestDeriveX86Bounded: a memory full of tables pointing to distinct
@@ -163,8 +196,7 @@ func TestDeriveX86Bounded(t *testing.T) {
 		m.put(0x400000+i*0x1000+511*8, (0x10000000+i*0x1000)|tableFl)
 	}
 	_, err := deriveX86(m, m.ranges, 1<<30)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "more than 256 distinct kernel-half tables")
+	checkDeriveErr(t, err, DeriveError{Kind: ErrTooManyTables, MaxTables: maxRootTables})
 }
 
 // TestDeriveX86PageTableBudget: PDs full of page tables are refused
@@ -179,17 +211,14 @@ func TestDeriveX86PageTableBudget(t *testing.T) {
 		}
 	}
 	_, err := deriveX86(m, m.ranges, 1<<30)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "more than 2048 page tables")
+	checkDeriveErr(t, err, DeriveError{Kind: ErrTooManyTables, MaxTables: maxPageTables})
 }
 
-// TestDeriveX86Limit: the scan reads at most the limit.
+// TestDeriveX86Limit: the scan reads at most the limit, and says so.
 func TestDeriveX86Limit(t *testing.T) {
 	m := synKernel()
 	_, err := deriveX86(m, m.ranges, 1<<20)
-	require.Error(t, err)
-	assert.ErrorIs(t, err, errNoKernelBanner)
-	assert.Contains(t, err.Error(), "at most 1 MiB read") // says how much was read
+	checkDeriveErr(t, err, DeriveError{Kind: ErrNoBanner, Scanned: 1 << 20})
 }
 
 // FuzzDeriveX86 runs the derivation over arbitrary physical memory: it

@@ -41,7 +41,7 @@ var elfOpener = opener{
 }
 
 func errSingleELF(n int) error {
-	return fmt.Errorf("%d files given, but an ELF core is a single file", n)
+	return fmt.Errorf("%d files given, but an ELF core is a single file: %w", n, ErrSingleFile)
 }
 
 // checkLoads refuses an ELF core without a PT_LOAD segment: it holds no

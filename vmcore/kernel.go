@@ -17,7 +17,9 @@ import (
 // The reader is not safe for concurrent use. Errors wrap
 // errors.ErrUnsupported for architectures vtop does not translate and
 // vmcoreinfo.ErrMissingInfo when VMCOREINFO is absent or lacks what the
-// architecture needs; they are returned again on every call.
+// architecture needs, and also memory.ErrUnknownTarget when the
+// architecture is unknown (name it: Options.Arch); they are returned again
+// on every call.
 func (d *Dump) Kernel() (memory.Reader, error) {
 	t, err := d.Translator()
 	if err != nil {
@@ -36,7 +38,7 @@ func (d *Dump) Translator() (vtop.Translator, error) {
 		d.kernelSet = true
 	}
 	if !d.kernelSet && d.arch.Name == "" {
-		d.kernelErr = fmt.Errorf("vmcore: kernel address space: the architecture is unknown: the %s container does not record it and VMCOREINFO has no line only one architecture writes (i386 writes none); name it (Options.Arch, kdump-syms --arch): %w", d.format, vmcoreinfo.ErrMissingInfo)
+		d.kernelErr = fmt.Errorf("vmcore: kernel address space: %w: the %s container does not record the architecture and VMCOREINFO has no line only one architecture writes (i386 writes none); name it (Options.Arch, kdump-syms --arch): %w", memory.ErrUnknownTarget, d.format, vmcoreinfo.ErrMissingInfo)
 		d.kernelSet = true
 	}
 	if !d.kernelSet {

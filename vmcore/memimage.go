@@ -28,7 +28,7 @@ var memImageOpener = opener{
 		}
 		if len(paths) > 1 {
 			fh.Close()
-			return nil, "", fmt.Errorf("%d files given, but a memory image is a single file", len(paths))
+			return nil, "", fmt.Errorf("%d files given, but a memory image is a single file: %w", len(paths), ErrSingleFile)
 		}
 		st, err := fh.Stat()
 		if err != nil {
@@ -60,7 +60,7 @@ func openMemImage(r io.ReaderAt, size int64) (backend, string, error) {
 // header to probe.
 func openRaw(paths []string, layout []memimage.RawRange) (backend, string, error) {
 	if len(paths) > 1 {
-		return nil, "", fmt.Errorf("%d files given, but a raw image is a single file", len(paths))
+		return nil, "", fmt.Errorf("%d files given, but a raw image is a single file: %w", len(paths), ErrSingleFile)
 	}
 	fh, err := os.Open(paths[0])
 	if err != nil {

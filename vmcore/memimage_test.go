@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memimage"
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -92,7 +93,8 @@ func TestOpenMemImages(t *testing.T) {
 	})
 	t.Run("raw of two files", func(t *testing.T) {
 		_, err := OpenWith(Options{Raw: []memimage.RawRange{{}}}, raw, raw)
-		assert.ErrorContains(t, err, "a raw image is a single file")
+		assert.ErrorIs(t, err, ErrSingleFile)
+		errshape.Require(t, err)
 	})
 }
 
@@ -109,7 +111,8 @@ func TestOptionsArch(t *testing.T) {
 	assert.Equal(t, "", d.Arch().Name)
 	_, err = d.Kernel()
 	assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
-	assert.ErrorContains(t, err, "the architecture is unknown")
+	assert.ErrorIs(t, err, memory.ErrUnknownTarget)
+	errshape.Require(t, err)
 
 	d, err = OpenReaderAt(r, r.Size(), Options{Arch: "i686"})
 	require.NoError(t, err)

@@ -162,8 +162,10 @@ type Dump struct {
 // naming the dumps in it.
 //
 // Errors wrap ErrUnrecognizedFormat when no format matches, ErrTooLarge
-// when a wrapper decompresses beyond the limit, memory.ErrCorrupt for
-// malformed files, and the os errors of opening and reading them.
+// when a wrapper decompresses beyond the limit, ErrSingleFile when several
+// paths are given for a dump that is not kdump-compressed,
+// memory.ErrCorrupt for malformed files, and the os errors of opening and
+// reading them.
 func Open(paths ...string) (*Dump, error) { return OpenWith(Options{}, paths...) }
 
 // OpenWith is Open with options.

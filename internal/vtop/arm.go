@@ -128,13 +128,13 @@ func (a *arm32) entry(size int, va uint64, level string, at uint64) (uint64, err
 func newARM(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
-		return nil, missing("arm", "no VMCOREINFO")
+		return nil, missing("arm", "")
 	}
 	if cfg.PtrSize != 4 {
-		return nil, fmt.Errorf("vtop: arm with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
+		return nil, unsupported("arm", "pointer size", uint64(cfg.PtrSize))
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {
-		return nil, fmt.Errorf("vtop: arm page size %d: %w", cfg.PageSize, errors.ErrUnsupported)
+		return nil, unsupported("arm", "page size", uint64(cfg.PageSize))
 	}
 	a := &arm32{phys: cfg.Phys, bo: cfg.ByteOrder, lpae: in.Config("ARM_LPAE")}
 	t := &translator{pageShift: 12}

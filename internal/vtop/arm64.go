@@ -1,7 +1,6 @@
 package vtop
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -84,10 +83,10 @@ func (a *arm64) walkFrom(root, va uint64) (uint64, error) {
 func newARM64(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
-		return nil, missing("arm64", "no VMCOREINFO")
+		return nil, missing("arm64", "")
 	}
 	if cfg.PtrSize != 8 {
-		return nil, fmt.Errorf("vtop: arm64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
+		return nil, unsupported("arm64", "pointer size", uint64(cfg.PtrSize))
 	}
 	ps := uint64(cfg.PageSize)
 	if v, ok := in.PageSize(); ok && ps == 0 {
@@ -103,9 +102,9 @@ func newARM64(cfg Config) (*translator, error) {
 		a.maxBlock = 42
 	default:
 		if ps == 0 {
-			return nil, missing("arm64", "PAGESIZE (and Config.PageSize is 0)")
+			return nil, &MissingError{Arch: "arm64", Key: "PAGESIZE", Why: "and Config.PageSize is 0"}
 		}
-		return nil, fmt.Errorf("vtop: arm64 page size %d: %w", ps, errors.ErrUnsupported)
+		return nil, unsupported("arm64", "page size", ps)
 	}
 	t := &translator{pageShift: a.pageShift, canon: armCanon}
 	t.layout.Arch = "arm64"
@@ -116,7 +115,7 @@ func newARM64(cfg Config) (*translator, error) {
 		return nil, missing("arm64", "NUMBER(VA_BITS)")
 	}
 	if vaBits < 36 || vaBits > 52 {
-		return nil, fmt.Errorf("vtop: arm64 VA_BITS %d: %w", vaBits, errors.ErrUnsupported)
+		return nil, &UnsupportedError{Arch: "arm64", What: "VA_BITS", Val: uint64(vaBits)}
 	}
 	actual := vaBits
 	if t1sz, ok := in.Number("TCR_EL1_T1SZ"); ok && t1sz >= 12 && t1sz <= 28 {

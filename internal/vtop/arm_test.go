@@ -226,10 +226,10 @@ func TestARM(t *testing.T) {
 	})
 	t.Run("errors", func(t *testing.T) {
 		_, err := New(Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Phys: newPhysMem(4096)})
-		assert.ErrorContains(t, err, "no VMCOREINFO")
+		requireMissing(t, err, "arm", "")
 		_, err = New(Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 4}, Info: info(t, "PAGESIZE=4096"), Phys: newPhysMem(4096)})
-		assert.ErrorContains(t, err, "SYMBOL(swapper_pg_dir)")
+		requireMissing(t, err, "arm", "SYMBOL(swapper_pg_dir)")
 		_, err = New(Config{Arch: "arm", Target: memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, Info: info(t, "SYMBOL(swapper_pg_dir)=c0004000"), Phys: newPhysMem(4096)})
-		assert.ErrorContains(t, err, "pointer size 8")
+		requireUnsupported(t, err, UnsupportedError{Arch: "arm", What: "pointer size", Val: 8})
 	})
 }

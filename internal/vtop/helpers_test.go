@@ -2,6 +2,7 @@ package vtop
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -152,4 +153,28 @@ func walkFault(t *testing.T, err error, va uint64, level string) *EntryError {
 	assert.Equal(t, level, ee.Level)
 	errshape.Require(t, err)
 	return ee
+}
+
+// requireMissing checks that err is the *MissingError of arch for key
+// ("" for no VMCOREINFO), matching vmcoreinfo.ErrMissingInfo, and that
+// its one-line message names the key.
+func requireMissing(t *testing.T, err error, arch, key string) {
+	t.Helper()
+	assert.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
+	var me *MissingError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, arch, me.Arch)
+	assert.Equal(t, key, me.Key)
+	errshape.Require(t, err, key)
+}
+
+// requireUnsupported checks that err is the *UnsupportedError want,
+// matching errors.ErrUnsupported.
+func requireUnsupported(t *testing.T, err error, want UnsupportedError) {
+	t.Helper()
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+	var ue *UnsupportedError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, want, *ue)
+	errshape.Require(t, err)
 }

@@ -2,8 +2,6 @@ package vtop
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
@@ -75,13 +73,13 @@ func (x *i386) walkFrom(root, va uint64) (uint64, error) {
 func newI386(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
-		return nil, missing("i386", "no VMCOREINFO")
+		return nil, missing("i386", "")
 	}
 	if cfg.PtrSize != 4 {
-		return nil, fmt.Errorf("vtop: i386 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
+		return nil, unsupported("i386", "pointer size", uint64(cfg.PtrSize))
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {
-		return nil, fmt.Errorf("vtop: i386 page size %d: %w", cfg.PageSize, errors.ErrUnsupported)
+		return nil, unsupported("i386", "page size", uint64(cfg.PageSize))
 	}
 	x := &i386{phys: cfg.Phys, bo: cfg.ByteOrder, pae: in.Config("X86_PAE")}
 	t := &translator{pageShift: 12}

@@ -2,7 +2,6 @@ package vtop
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -150,10 +149,10 @@ func (p *ppc64) ptWalker() *ptWalker {
 func newPPC64(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
-		return nil, missing("ppc64", "no VMCOREINFO")
+		return nil, missing("ppc64", "")
 	}
 	if cfg.PtrSize != 8 {
-		return nil, fmt.Errorf("vtop: ppc64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
+		return nil, unsupported("ppc64", "pointer size", uint64(cfg.PtrSize))
 	}
 	pageSize := uint64(cfg.PageSize)
 	if pageSize == 0 {
@@ -170,7 +169,7 @@ func newPPC64(cfg Config) (*translator, error) {
 	case 0:
 		return nil, missing("ppc64", "PAGESIZE")
 	default:
-		return nil, fmt.Errorf("vtop: ppc64 page size %d: %w", pageSize, errors.ErrUnsupported)
+		return nil, unsupported("ppc64", "page size", pageSize)
 	}
 	t := &translator{pageShift: shift}
 	t.layout.Arch = "ppc64"

@@ -2,7 +2,6 @@ package vtop
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -106,13 +105,13 @@ func (r *riscv64) walk(va uint64) (uint64, error) {
 func newRISCV64(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
-		return nil, missing("riscv64", "no VMCOREINFO")
+		return nil, missing("riscv64", "")
 	}
 	if cfg.PtrSize != 8 {
-		return nil, fmt.Errorf("vtop: riscv64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
+		return nil, unsupported("riscv64", "pointer size", uint64(cfg.PtrSize))
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {
-		return nil, fmt.Errorf("vtop: riscv64 page size %d: %w", cfg.PageSize, errors.ErrUnsupported)
+		return nil, unsupported("riscv64", "page size", uint64(cfg.PageSize))
 	}
 	t := &translator{pageShift: rvPageShift}
 	t.layout.Arch = "riscv64"
@@ -126,7 +125,7 @@ func newRISCV64(cfg Config) (*translator, error) {
 	case 39, 48, 57:
 		r.levels = int(vaBits-rvPageShift) / 9
 	default:
-		return nil, fmt.Errorf("vtop: riscv64 VA_BITS %d (not Sv39, Sv48 or Sv57): %w", vaBits, errors.ErrUnsupported)
+		return nil, &UnsupportedError{Arch: "riscv64", What: "VA_BITS", Val: uint64(vaBits), Supported: "Sv39, Sv48 or Sv57"}
 	}
 	swapper, ok := in.Symbol("swapper_pg_dir")
 	if !ok {

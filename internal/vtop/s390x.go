@@ -2,7 +2,6 @@ package vtop
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -150,13 +149,13 @@ func s390TableType(phys memory.Reader, pa uint64) (int, error) {
 func newS390X(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
-		return nil, missing("s390x", "no VMCOREINFO")
+		return nil, missing("s390x", "")
 	}
 	if cfg.PtrSize != 8 {
-		return nil, fmt.Errorf("vtop: s390x with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
+		return nil, unsupported("s390x", "pointer size", uint64(cfg.PtrSize))
 	}
 	if cfg.PageSize != 0 && cfg.PageSize != 4096 {
-		return nil, fmt.Errorf("vtop: s390x page size %d: %w", cfg.PageSize, errors.ErrUnsupported)
+		return nil, unsupported("s390x", "page size", uint64(cfg.PageSize))
 	}
 	t := &translator{pageShift: 12}
 	t.layout.Arch = "s390x"

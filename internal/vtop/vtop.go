@@ -100,9 +100,11 @@ type Stats struct {
 }
 
 // New returns a Translator for cfg. Errors wrap errors.ErrUnsupported (an
-// architecture without support), vmcoreinfo.ErrMissingInfo (VMCOREINFO is
-// nil or lacks what the architecture needs) or a *memory.FaultError (the
-// top-level page table could not be read).
+// architecture without support, or an *UnsupportedError for a pointer
+// size, page size or VA_BITS it does not support),
+// vmcoreinfo.ErrMissingInfo (a *MissingError: VMCOREINFO is nil or lacks
+// what the architecture needs) or a *memory.FaultError (the top-level
+// page table could not be read).
 func New(cfg Config) (Translator, error) {
 	if cfg.Phys == nil {
 		return nil, errors.New("vtop: Config.Phys is nil")
@@ -363,10 +365,6 @@ func readEntry(phys memory.Reader, bo binary.ByteOrder, size int, va uint64, lev
 
 func notPresent(va uint64, level string, entry, at uint64) error {
 	return badEntry(va, level, entry, at, "not present", ErrNotMapped)
-}
-
-func missing(arch, key string) error {
-	return fmt.Errorf("vtop: %s: %s: %w", arch, key, vmcoreinfo.ErrMissingInfo)
 }
 
 // pageShiftOf returns log2(size) for a power of two ≥ 1 KiB, or 0.

@@ -2,7 +2,6 @@ package vtop
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -102,10 +101,10 @@ func (x *x86) walkFrom(root, va uint64) (uint64, error) {
 func newX86_64(cfg Config) (*translator, error) {
 	in := cfg.Info
 	if in == nil {
-		return nil, missing("x86_64", "no VMCOREINFO")
+		return nil, missing("x86_64", "")
 	}
 	if cfg.PtrSize != 8 {
-		return nil, fmt.Errorf("vtop: x86_64 with pointer size %d: %w", cfg.PtrSize, errors.ErrUnsupported)
+		return nil, unsupported("x86_64", "pointer size", uint64(cfg.PtrSize))
 	}
 	t := &translator{pageShift: 12}
 	t.layout.Arch = "x86_64"
@@ -157,7 +156,7 @@ func newX86_64(cfg Config) (*translator, error) {
 			}
 		}
 	default:
-		return nil, missing("x86_64", "NUMBER(phys_base) (and no Config.PhysBase or top-level table to derive it)")
+		return nil, &MissingError{Arch: "x86_64", Key: "NUMBER(phys_base)", Why: "and no Config.PhysBase or top-level table to derive it"}
 	}
 	pb := t.layout.PhysBase
 	t.fast = append(t.fast, FastPath{Name: "kernel text map", Start: startKernelMap, Last: startKernelMap + imageSize - 1, Delta: startKernelMap - pb})
@@ -205,7 +204,7 @@ func (x *x86) findPhysBase(rootVA uint64) (uint64, error) {
 			return pb, nil
 		}
 	}
-	return 0, missing("x86_64", "NUMBER(phys_base) (and the page-table search found no self-mapping top-level table)")
+	return 0, &MissingError{Arch: "x86_64", Key: "NUMBER(phys_base)", Why: "and the page-table search found no self-mapping top-level table"}
 }
 
 // findDirectMap finds page_offset_base: the lowest virtual address in the
