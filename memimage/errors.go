@@ -24,6 +24,14 @@ var ErrOverlap = errors.New("memimage: ranges overlap")
 // reads that need it, and only those.
 var ErrBadBlock = errors.New("memimage: bad AVML block")
 
+// ErrBadLayout means a raw image's layout is wrong whatever the file
+// holds: no range, a range of size 0 ("the rest of the file") before the
+// last, a range past the end of the address space, or two ranges that
+// overlap. The caller's layout is at fault, not the file: such an error
+// does not match memory.ErrCorrupt. ParseRawLayout reports the same
+// mistakes when it parses a layout.
+var ErrBadLayout = errors.New("memimage: impossible raw layout")
+
 // FormatError reports malformed input: What was wrong at file offset Off,
 // in range Range (its index in file order, -1 when the error concerns no
 // single range) covering [Start, Last].
@@ -34,6 +42,7 @@ type FormatError struct {
 	What        string
 	eof         bool
 	kind        error // ErrOverlap, ErrBadBlock or nil
+	layout      bool  // a raw layout's mistake: ErrBadLayout, not corrupt
 }
 
 func (e *FormatError) Error() string {
@@ -44,12 +53,21 @@ func (e *FormatError) Error() string {
 	return s + e.What
 }
 
-// Is reports whether target is memory.ErrCorrupt, io.ErrUnexpectedEOF
-// when the file ends before what the header promises, ErrOverlap for
-// overlapping ranges, or ErrBadBlock for an AVML block that does not
+// Is reports whether target is memory.ErrCorrupt (every error but a raw
+// layout's mistakes, which match ErrBadLayout instead), io.ErrUnexpectedEOF
+// when the file ends before what the header or layout promises, ErrOverlap
+// for overlapping ranges, or ErrBadBlock for an AVML block that does not
 // decode.
 func (e *FormatError) Is(target error) bool {
-	return target == memory.ErrCorrupt || (e.eof && target == io.ErrUnexpectedEOF) || (e.kind != nil && target == e.kind)
+	switch target {
+	case memory.ErrCorrupt:
+		return !e.layout
+	case ErrBadLayout:
+		return e.layout
+	case io.ErrUnexpectedEOF:
+		return e.eof
+	}
+	return e.kind != nil && target == e.kind
 }
 
 func rangeErr(off int64, i int, start, last uint64, format string, args ...any) *FormatError {

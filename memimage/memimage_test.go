@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -299,22 +300,37 @@ func TestRaw(t *testing.T) {
 		where  where
 		kind   error
 		eof    bool
+		mine   bool // the layout's own mistake
 		other  string
 	}{
-		{"empty", nil, where{0, -1, 0, 0}, nil, false, ""},
-		{"short", []RawRange{{Start: 0, Size: 0x4000}}, where{0, 0, 0, 0x3fff}, nil, true, ""},
-		{"short second", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x10000, Size: 0x2000}}, where{0x2000, 1, 0x10000, 0x11fff}, nil, true, ""},
-		{"rest not last", []RawRange{{Start: 0}, {Start: 0x10000}}, where{0, -1, 0, 0}, nil, false, "raw range 0 at 0x0"},
-		{"nothing left", []RawRange{{Start: 0, Size: 0x3000}, {Start: 0x10000}}, where{0x3000, -1, 0, 0}, nil, true, "raw range 1 at 0x10000"},
-		{"overlap", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x1000, Size: 0x1000}}, where{0x2000, 1, 0x1000, 0x1fff}, ErrOverlap, false, "range 0 [0x0-0x1fff]"},
-		{"wraps", []RawRange{{Start: ^uint64(0) - 0xff}}, where{0, -1, 0, 0}, nil, false, "raw range 0 at 0xffffffffffffff00"},
+		// The layout's own mistakes (ErrBadLayout, not corrupt data).
+		{"empty", nil, where{0, -1, 0, 0}, nil, false, true, ""},
+		{"rest not last", []RawRange{{Start: 0}, {Start: 0x10000}}, where{0, -1, 0, 0}, nil, false, true, "raw range 0 at 0x0"},
+		{"overlap", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x1000, Size: 0x1000}}, where{0x2000, 1, 0x1000, 0x1fff}, ErrOverlap, false, true, "range 0 [0x0-0x1fff]"},
+		{"overlaps the rest", []RawRange{{Start: 0, Size: 0x1000}, {Start: 0}}, where{0x1000, 1, 0, 0x1fff}, ErrOverlap, false, true, "range 0 [0x0-0xfff]"},
+		{"wraps", []RawRange{{Start: ^uint64(0) - 0xff, Size: 0x1000}}, where{0, -1, 0, 0}, nil, false, true, "raw range 0 at 0xffffffffffffff00"},
+		{"rest wraps", []RawRange{{Start: ^uint64(0) - 0xff}}, where{0, -1, 0, 0}, nil, false, true, "raw range 0 at 0xffffffffffffff00"},
+		// What the file lacks.
+		{"short", []RawRange{{Start: 0, Size: 0x4000}}, where{0, 0, 0, 0x3fff}, nil, true, false, ""},
+		{"short second", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x10000, Size: 0x2000}}, where{0x2000, 1, 0x10000, 0x11fff}, nil, true, false, ""},
+		{"nothing left", []RawRange{{Start: 0, Size: 0x3000}, {Start: 0x10000}}, where{0x3000, -1, 0, 0}, nil, true, false, "raw range 1 at 0x10000"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := NewRaw(r, int64(len(img)), tt.layout)
 			require.Error(t, err)
 			assert.Nil(t, f)
-			checkFormatError(t, err, tt.where, tt.kind, tt.eof, tt.other)
+			checkError(t, err, tt.where, tt.kind, tt.eof, tt.mine, tt.other)
+			if tt.mine {
+				// ParseRawLayout rejects the layout before any file, the
+				// rest of the file aside, whose size it cannot know.
+				if tt.name == "rest wraps" || tt.name == "overlaps the rest" || tt.layout == nil {
+					return
+				}
+				_, err := ParseRawLayout(layoutString(tt.layout))
+				assert.ErrorIs(t, err, ErrBadLayout)
+				assert.NotErrorIs(t, err, memory.ErrCorrupt)
+			}
 		})
 	}
 }
@@ -333,10 +349,18 @@ type where struct {
 // the offset, the range and other.
 func checkFormatError(t *testing.T, err error, w where, kind error, eof bool, other string) {
 	t.Helper()
+	checkError(t, err, w, kind, eof, false, other)
+}
+
+// checkError is checkFormatError for an error that is a raw layout's
+// mistake (ErrBadLayout, not memory.ErrCorrupt) when layout.
+func checkError(t *testing.T, err error, w where, kind error, eof, layout bool, other string) {
+	t.Helper()
 	var fe *FormatError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, w, where{fe.Off, fe.Range, fe.Start, fe.Last})
-	assert.ErrorIs(t, err, memory.ErrCorrupt)
+	assert.Equal(t, !layout, errors.Is(err, memory.ErrCorrupt), "corrupt")
+	assert.Equal(t, layout, errors.Is(err, ErrBadLayout), "bad layout")
 	assert.Equal(t, eof, errors.Is(err, io.ErrUnexpectedEOF), "eof")
 	for _, k := range []error{ErrOverlap, ErrBadBlock} {
 		assert.Equal(t, k == kind, errors.Is(err, k), "kind %v", k)
@@ -349,6 +373,19 @@ func checkFormatError(t *testing.T, err error, w where, kind error, eof bool, ot
 		names = append(names, other)
 	}
 	errshape.Require(t, err, names...)
+}
+
+// layoutString writes l as ParseRawLayout reads it.
+func layoutString(l []RawRange) string {
+	var parts []string
+	for _, r := range l {
+		p := fmt.Sprintf("%#x", r.Start)
+		if r.Size != 0 {
+			p += fmt.Sprintf(":%#x", r.Size)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ",")
 }
 
 func TestParseRawLayout(t *testing.T) {

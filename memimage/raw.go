@@ -14,14 +14,13 @@ type RawRange struct{ Start, Size uint64 }
 
 // NewRaw maps the raw image of size bytes in r: the ranges of layout are
 // stored one after the other from offset 0, in the order given. Bytes after
-// the last range are ignored. Errors are a *FormatError (matching
-// memory.ErrCorrupt, and io.ErrUnexpectedEOF when the file is shorter than
-// the layout needs) naming the range, for an empty layout, a range of size
-// 0 other than the last, a range past the end of the address space, and
-// overlapping ranges (ErrOverlap).
+// the last range are ignored. Errors are a *FormatError naming the range:
+// for an impossible layout (see ErrBadLayout; overlapping ranges match
+// ErrOverlap too), and, matching memory.ErrCorrupt and
+// io.ErrUnexpectedEOF, for a file shorter than the layout needs.
 func NewRaw(r io.ReaderAt, size int64, layout []RawRange) (*File, error) {
-	if len(layout) == 0 {
-		return nil, fileErr(0, "raw image: no range given")
+	if err := checkRawLayout(layout); err != nil {
+		return nil, err
 	}
 	f := &File{r: r, size: size, format: Raw}
 	var order []Range
@@ -31,9 +30,6 @@ func NewRaw(r io.ReaderAt, size int64, layout []RawRange) (*File, error) {
 		n := l.Size
 		left := uint64(size - off)
 		if n == 0 {
-			if i != len(layout)-1 {
-				return nil, fileErr(off, "raw range %d at %#x: only the last range may take the rest of the file (size 0)", i, l.Start)
-			}
 			if left == 0 {
 				e := fileErr(off, "raw range %d at %#x: no bytes left in the file for it", i, l.Start)
 				e.eof = true
@@ -43,7 +39,9 @@ func NewRaw(r io.ReaderAt, size int64, layout []RawRange) (*File, error) {
 		}
 		last := l.Start + n - 1
 		if last < l.Start {
-			return nil, fileErr(off, "raw range %d at %#x of %#x bytes runs past the end of the address space", i, l.Start, n)
+			e := fileErr(off, "raw range %d at %#x of %#x bytes (the rest of the file) runs past the end of the address space", i, l.Start, n)
+			e.layout = true
+			return nil, e
 		}
 		if n > left {
 			e := rangeErr(off, i, l.Start, last, "raw image too short: the range needs file bytes up to %#x, the file has %#x", uint64(off)+n, size)
@@ -56,17 +54,58 @@ func NewRaw(r io.ReaderAt, size int64, layout []RawRange) (*File, error) {
 		off += int64(n)
 	}
 	if err := checkOverlaps(order, func(i int) int64 { return offs[i] }); err != nil {
+		err.(*FormatError).layout = true
 		return nil, err
 	}
 	f.finish(order)
 	return f, nil
 }
 
+// checkRawLayout finds the mistakes of a raw layout that no file can make
+// right (ErrBadLayout): no range, a range of size 0 before the last, a
+// range past the end of the address space, two sized ranges that overlap.
+// Offsets in its errors are where the range would start in the file.
+func checkRawLayout(layout []RawRange) error {
+	if len(layout) == 0 {
+		e := fileErr(0, "raw image: no range given")
+		e.layout = true
+		return e
+	}
+	var order []Range
+	var offs []int64
+	off := uint64(0)
+	for i, l := range layout {
+		if l.Size == 0 {
+			if i != len(layout)-1 {
+				e := fileErr(int64(off), "raw range %d at %#x: only the last range may take the rest of the file (size 0)", i, l.Start)
+				e.layout = true
+				return e
+			}
+			break
+		}
+		last := l.Start + l.Size - 1
+		if last < l.Start {
+			e := fileErr(int64(off), "raw range %d at %#x of %#x bytes runs past the end of the address space", i, l.Start, l.Size)
+			e.layout = true
+			return e
+		}
+		order = append(order, Range{l.Start, last})
+		offs = append(offs, int64(off))
+		off += l.Size
+	}
+	if err := checkOverlaps(order, func(i int) int64 { return offs[i] }); err != nil {
+		err.(*FormatError).layout = true
+		return err
+	}
+	return nil
+}
+
 // ParseRawLayout parses a raw image layout as the command line takes it:
 // comma-separated ranges BASE[:SIZE], numbers in C syntax (0x for hex) with
 // an optional K, M, G or T suffix (powers of 1024) on sizes. "0x0" maps the
 // whole file at physical 0; "0:3G,0x100000000" maps the first 3 GiB of the
-// file at 0 and the rest at 4 GiB.
+// file at 0 and the rest at 4 GiB. A layout no file can make right is an
+// error matching ErrBadLayout (see NewRaw).
 func ParseRawLayout(s string) ([]RawRange, error) {
 	var out []RawRange
 	for part := range strings.SplitSeq(s, ",") {
@@ -82,6 +121,9 @@ func ParseRawLayout(s string) ([]RawRange, error) {
 			}
 		}
 		out = append(out, r)
+	}
+	if err := checkRawLayout(out); err != nil {
+		return nil, fmt.Errorf("raw layout %q: %w", s, err)
 	}
 	return out, nil
 }
