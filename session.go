@@ -224,7 +224,7 @@ const (
 // and 512 MiB without (a kernel booted with nokaslr may have 1 GiB: the
 // lower start keeps its modules inside). On arm64: user space and the
 // linear map (arm64LinearMap). On riscv64 and ppc64: user space, the lower
-// half. Elsewhere (s390x, whose kernel and user address spaces overlap,
+// half, and the linear map (linearMap). Elsewhere (s390x, whose kernel and user address spaces overlap,
 // and the 32-bit architectures) it knows nothing and reports false.
 func (s *Session) outsideModuleArea(addr uint64) bool {
 	arch := s.dump.Arch().Name
@@ -253,8 +253,31 @@ func (s *Session) outsideModuleArea(addr uint64) bool {
 		return addr < 1<<63 || s.arm64LinearMap(addr)
 	}
 	// riscv64 and ppc64 keep user space in the lower half of the address
-	// space and every kernel mapping in the upper half.
-	return addr < 1<<63
+	// space and every kernel mapping in the upper half; their linear map
+	// holds no module memory (ppc64: it ends at VMALLOC_START, where module
+	// memory is allocated; riscv64: modules and BPF lie in the 2 GiB below
+	// the kernel image, or below PAGE_OFFSET before v5.13).
+	return addr < 1<<63 || s.linearMap(addr)
+}
+
+// linearMap reports whether addr lies in the linear map the translation
+// uses: its fast path starting at the direct map's base. False when the
+// translation has none.
+func (s *Session) linearMap(addr uint64) bool {
+	t, err := s.dump.Translator()
+	if err != nil {
+		return false
+	}
+	l := t.Layout()
+	if l.DirectMap == 0 {
+		return false
+	}
+	for _, f := range l.FastPaths {
+		if f.Start == l.DirectMap {
+			return addr >= f.Start && addr <= f.Last
+		}
+	}
+	return false
 }
 
 // arm64LinearMap reports whether addr lies in arm64's linear map as laid

@@ -126,8 +126,8 @@ func assertSameLines(t *testing.T, want, got []string) {
 }
 
 // TestOutsideModuleAreaLoadsNothing: an address where no module symbol
-// can be (x86_64: outside the module area; arm64: user space and the
-// linear map; riscv64, ppc64: user space) is "not found" by the module and
+// can be (x86_64: outside the module area; arm64, riscv64, ppc64: user
+// space and the linear map) is "not found" by the module and
 // pseudo-module finders without their loading the module list or the
 // BTF; an address of a module's text still loads them and is found.
 func TestOutsideModuleAreaLoadsNothing(t *testing.T) {
@@ -135,10 +135,12 @@ func TestOutsideModuleAreaLoadsNothing(t *testing.T) {
 		// a vmalloc'ed stack, an errno in a register, the direct map, a user stack
 		"deb13-6.12-amd64": {0xffffc90000123456, 0xffffffffffffffda, 0xffff888000001000, 0x7ffd6dab6a68},
 		// user space; the linear map of a 52-bit and of a 48-bit kernel
-		"deb13-6.12-arm64":   {0x0000ffffa1b2c3d0, 0xfff0000012345678, 0xffff000012345678},
-		"deb12-6.1-arm64":    {0x0000ffffa1b2c3d0, 0xffff000012345678, 0xffff7fffffffeff0},
-		"deb13-6.12-riscv64": {0x0000003fffffe000, 0x00007fffd2a3b4c0},
-		"deb13-6.12-ppc64el": {0x00007fffd2a3b4c0, 0x0000000010000000},
+		"deb13-6.12-arm64": {0x0000ffffa1b2c3d0, 0xfff0000012345678, 0xffff000012345678},
+		"deb12-6.1-arm64":  {0x0000ffffa1b2c3d0, 0xffff000012345678, 0xffff7fffffffeff0},
+		// user space; the linear map (past ppc64's kernel image, which
+		// lies in it)
+		"deb13-6.12-riscv64": {0x0000003fffffe000, 0x00007fffd2a3b4c0, 0xff60000001234560, 0xff6000001fffeff0},
+		"deb13-6.12-ppc64el": {0x00007fffd2a3b4c0, 0x0000000010000000, 0xc000000008001230, 0xc000000031fffff0},
 	}
 	for _, g := range testutil.Sample(t, slices.Sorted(maps.Keys(probes))...) {
 		t.Run(g.Name, func(t *testing.T) {
