@@ -26,8 +26,13 @@ type Segment struct {
 // File is an open ELF core file. Its methods, and the readers it returns,
 // are safe for concurrent use, but not concurrently with Close.
 type File struct {
-	r      io.ReaderAt
-	data   []byte // the whole file when memory-mapped, else nil
+	r    io.ReaderAt
+	data []byte // the whole file when memory-mapped, else nil
+	// file reads what is bulkRead or more of a memory-mapped file (nil
+	// when not mapped): the bytes are copied from the page cache without
+	// mapping them, so a scan or a large table does not leave its pages
+	// mapped, each counted in the process's resident set, for its life.
+	file   io.ReaderAt
 	size   int64
 	closer func() error
 	closed bool
@@ -77,6 +82,9 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f.data = data
+	if data != nil {
+		f.file = fh
+	}
 	f.closer = func() error {
 		if unmap != nil {
 			unmap()
@@ -357,6 +365,10 @@ func (f *File) readNotes() {
 
 // readFile reads len(p) bytes of the file at off. Data missing at the end
 // of the file is a *FormatError matching io.ErrUnexpectedEOF.
+// bulkRead is the size from which a read of a memory-mapped file goes
+// through the file instead of the mapping.
+const bulkRead = 64 << 10
+
 func (f *File) readFile(p []byte, off int64) (int, error) {
 	if f.closed {
 		return 0, os.ErrClosed
@@ -370,10 +382,14 @@ func (f *File) readFile(p []byte, off int64) (int, error) {
 	}
 	var n int
 	var err error
-	if f.data != nil {
+	if f.data != nil && (len(p) < bulkRead || f.file == nil) {
 		n, err = copyMapped(p, f.data, off)
 	} else {
-		n, err = f.r.ReadAt(p, off)
+		r := f.r
+		if f.file != nil {
+			r = f.file
+		}
+		n, err = r.ReadAt(p, off)
 		if err == io.EOF && n == len(p) {
 			err = nil
 		}

@@ -378,19 +378,29 @@ func TestNotes(t *testing.T) {
 }
 
 func TestOpenFile(t *testing.T) {
-	data := pattern(0x4000, 9)
+	data := pattern(0x30000, 9) // larger than bulkRead
 	b := (&elfcoretest.Builder{Segments: []elfcoretest.Segment{{Paddr: 0x4000, Data: data}}}).Bytes()
 	path := filepath.Join(t.TempDir(), "vmcore")
 	require.NoError(t, os.WriteFile(path, b, 0o600))
 	f, err := Open(path)
 	require.NoError(t, err)
-	got := make([]byte, 0x4000)
+	// One bulk read (through the file) and page-sized ones (through the
+	// mapping, where the platform maps files) give the same bytes.
+	got := make([]byte, len(data))
 	require.NoError(t, memory.ReadFull(f.Physical(), got, 0x4000))
 	assert.Equal(t, data, got)
+	clear(got)
+	for off := 0; off < len(got); off += 0x1000 {
+		require.NoError(t, memory.ReadFull(f.Physical(), got[off:off+0x1000], 0x4000+uint64(off)))
+	}
+	assert.Equal(t, data, got)
 
-	// Truncate the file under the mapping: reads fail, nothing crashes.
+	// Truncate the file under the mapping: reads fail, in bulk or not,
+	// and nothing crashes.
 	require.NoError(t, os.Truncate(path, int64(len(b)-0x3000)))
 	_, err = f.Physical().ReadAt(got, 0x4000)
+	assert.ErrorIs(t, err, memory.ErrCorrupt)
+	_, err = f.Physical().ReadAt(got[:0x1000], 0x4000+uint64(len(data))-0x1000)
 	assert.Error(t, err)
 
 	require.NoError(t, f.Close())
