@@ -22,8 +22,9 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // TestDescriptorBlocks: a read of many consecutive pages reads the page
-// descriptor table a block at a time, not a descriptor at a time, and
-// gives the same bytes as page-by-page reads, at the table's end too.
+// descriptor table a block at a time and the pages' data a run at a time,
+// not a read or two per page, and gives the same bytes as page-by-page
+// reads, at the table's end too. Compressed runs: TestSpanCodecs.
 func TestDescriptorBlocks(t *testing.T) {
 	const pages = 3*256 + 17 // blocks, and one cut short by the data's end
 	bl := newBuilder(6)
@@ -41,9 +42,10 @@ func TestDescriptorBlocks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(got), n)
 	reads := cr.reads.Load() - before
-	// One read per page's data, and one per block of descriptors: four
-	// reads of the table, or a few more, not one per page.
-	require.LessOrEqual(t, reads, int64(pages+8), "reads of the file")
+	// Four reads of the descriptor table, one of the data of each batch of
+	// pages back to back in the file (readMany decodes 256 at a time), a
+	// few for the partial pages at the ends: not one or two per page.
+	require.LessOrEqual(t, reads, int64(12), "reads of the file")
 	for pfn := range uint64(pages) {
 		if !bytes.Equal(got[pfn*4096:(pfn+1)*4096], bl.pages[pfn]) {
 			t.Fatalf("pfn %#x differs", pfn)
@@ -58,5 +60,45 @@ func TestDescriptorBlocks(t *testing.T) {
 		if !bytes.Equal(buf, bl.pages[pfn-1]) {
 			t.Fatalf("pfn %#x differs read alone", pfn-1)
 		}
+	}
+}
+
+// TestSpanCodecs: runs of compressed pages read at once decode as the
+// pages read alone do, for every codec, with pages stored raw among them
+// (makedumpfile stores a page raw when it does not compress).
+func TestSpanCodecs(t *testing.T) {
+	for _, c := range codecs {
+		t.Run(c.name, func(t *testing.T) {
+			const pages = 300
+			bl := newBuilder(6)
+			bl.maxMapnr = pages + 8
+			for pfn := range uint64(pages) {
+				bl.pages[pfn] = benchContent(pfn)
+			}
+			bl.codec = func(pfn uint64) uint32 {
+				if pfn%7 == 3 {
+					return 0
+				}
+				return c.flag
+			}
+			file := bl.build(t)
+			cr := &countingReader{r: bytes.NewReader(file)}
+			d, err := NewDump(cr)
+			require.NoError(t, err)
+			before := cr.reads.Load()
+			got := make([]byte, pages*4096)
+			_, err = d.ReadAt(got, 0)
+			require.NoError(t, err)
+			if c.flag != 0 {
+				// Raw pages between compressed ones end runs: one read per
+				// run, still far fewer than one per page.
+				require.Less(t, cr.reads.Load()-before, int64(pages/2), "reads of the file")
+			}
+			for pfn := range uint64(pages) {
+				if !bytes.Equal(got[pfn*4096:(pfn+1)*4096], bl.pages[pfn]) {
+					t.Fatalf("pfn %#x differs", pfn)
+				}
+			}
+		})
 	}
 }

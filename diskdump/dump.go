@@ -41,10 +41,11 @@ type Dump struct {
 	dec   decoders
 	desc  descBlock
 
-	// For reads of many pages (readMany): the pages to decode, and a
-	// decoder per extra goroutine.
+	// For reads of many pages (readMany): the pages to decode, a decoder
+	// per extra goroutine, and the compressed data of a batch.
 	jobs []pageJob
 	more []*decoders
+	span []byte
 }
 
 // Probe reports whether r starts with a kdump-compressed header ("KDUMP   ",
@@ -444,6 +445,10 @@ type pageJob struct {
 	p   *part
 	pfn uint64
 	err error
+	// src is the page's data when readSpans read it, done is set when
+	// it read a raw page straight into dst.
+	src  []byte
+	done bool
 }
 
 // readMany is ReadAt for a read spanning many pages (the caller holds
@@ -518,14 +523,86 @@ func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
 	return n, nil
 }
 
+// readSpans reads the data of jobs whose pages lie back to back in a file
+// with one read per run instead of one per page: a run of raw pages whose
+// places in the read are back to back too straight into them, a run of
+// compressed pages into d.span for the decoders. A run whose read fails is
+// left to its jobs, each reading its own page, so that every page's error
+// is the one a read of that page alone gives. The caller holds d.mu.
+func (d *Dump) readSpans(jobs []pageJob) {
+	need := 0
+	for i := range jobs {
+		if jobs[i].pd.flags&pageCompressed != 0 {
+			need += int(jobs[i].pd.size)
+		}
+	}
+	if cap(d.span) < need {
+		d.span = make([]byte, need)
+	}
+	free := d.span[:need]
+	for i := 0; i < len(jobs); {
+		first := &jobs[i]
+		raw := first.pd.flags&pageCompressed == 0
+		size := first.pd.size
+		j := i + 1
+		for ; j < len(jobs); j++ {
+			prev, next := &jobs[j-1], &jobs[j]
+			if next.p != first.p || next.pd.off != prev.pd.off+prev.pd.size || (next.pd.flags&pageCompressed == 0) != raw {
+				break
+			}
+			if raw && (next.at != prev.at+len(prev.dst) || checkDesc(next.pd, len(next.dst), next.pfn) != nil) {
+				break
+			}
+			size += next.pd.size
+		}
+		run := jobs[i:j]
+		i = j
+		if len(run) < 2 {
+			continue
+		}
+		if raw {
+			if checkDesc(first.pd, len(first.dst), first.pfn) != nil {
+				continue
+			}
+			if _, err := first.p.r.ReadAt(first.dst[:size:size], first.pd.off); err == nil {
+				for k := range run {
+					run[k].done = true
+				}
+			}
+			continue
+		}
+		buf := free[:size:size]
+		if _, err := first.p.r.ReadAt(buf, first.pd.off); err != nil {
+			continue
+		}
+		free = free[size:]
+		for k := range run {
+			run[k].src, buf = buf[:run[k].pd.size], buf[run[k].pd.size:]
+		}
+	}
+}
+
+// loadJob decodes job j's page with dec: from what readSpans read, or
+// reading it alone.
+func loadJob(dec *decoders, j *pageJob) error {
+	switch {
+	case j.done:
+		return nil
+	case j.src != nil:
+		return dec.decodeFrom(j.dst, j.src, j.pd, j.pfn)
+	}
+	return dec.load(j.dst, j.p.r, j.pd, j.pfn)
+}
+
 // decodeJobs decodes the pages of jobs, each into its dst, recording each
 // page's error in its job. The caller holds d.mu.
 func (d *Dump) decodeJobs(jobs []pageJob) {
+	d.readSpans(jobs)
 	workers := min(runtime.GOMAXPROCS(0), maxWorkers, len(jobs)/pagesPerWorker)
 	if workers <= 1 {
 		for i := range jobs {
 			j := &jobs[i]
-			j.err = d.dec.load(j.dst, j.p.r, j.pd, j.pfn)
+			j.err = loadJob(&d.dec, j)
 		}
 		return
 	}
@@ -542,7 +619,7 @@ func (d *Dump) decodeJobs(jobs []pageJob) {
 		run := func() {
 			for i := lo; i < hi; i++ {
 				j := &jobs[i]
-				j.err = dec.load(j.dst, j.p.r, j.pd, j.pfn)
+				j.err = loadJob(dec, j)
 			}
 		}
 		if w == workers-1 {

@@ -110,10 +110,28 @@ func codecName(flags uint32) string {
 // load reads the page described by pd from r and decodes it into dst,
 // which is exactly one block long.
 func (dc *decoders) load(dst []byte, r io.ReaderAt, pd pageDesc, pfn uint64) error {
-	// A decoder may write up to dst's capacity (zstd's DecodeAll does);
-	// past the block is someone else's memory (the next page of a read).
-	dst = dst[:len(dst):len(dst)]
-	bs := len(dst)
+	if err := checkDesc(pd, len(dst), pfn); err != nil {
+		return err
+	}
+	if pd.flags&pageCompressed == 0 {
+		if _, err := r.ReadAt(dst[:len(dst):len(dst)], pd.off); err != nil {
+			return dataErr(pfn, pd, err)
+		}
+		return nil
+	}
+	if cap(dc.src) < len(dst) {
+		dc.src = make([]byte, len(dst))
+	}
+	src := dc.src[:pd.size]
+	if _, err := r.ReadAt(src, pd.off); err != nil {
+		return dataErr(pfn, pd, err)
+	}
+	return dc.decodeFrom(dst, src, pd, pfn)
+}
+
+// checkDesc checks what a descriptor says of a page before its data is
+// read: known flags, and a raw page exactly one block of bs bytes long.
+func checkDesc(pd pageDesc, bs int, pfn uint64) error {
 	if pd.flags&pageCompressed == 0 {
 		if pd.flags != 0 {
 			return formatErr(pd.off, uint64(pd.flags), "page data for pfn %#x: unknown compression flags", pfn)
@@ -121,17 +139,20 @@ func (dc *decoders) load(dst []byte, r io.ReaderAt, pd pageDesc, pfn uint64) err
 		if pd.size != int64(bs) {
 			return formatErr(pd.off, uint64(pd.size), "raw page data for pfn %#x is not one block long", pfn)
 		}
-		if _, err := r.ReadAt(dst, pd.off); err != nil {
-			return dataErr(pfn, pd, err)
-		}
+	}
+	return nil
+}
+
+// decodeFrom decodes the page data src, read for pd (checkDesc passed),
+// into dst, which is exactly one block long.
+func (dc *decoders) decodeFrom(dst, src []byte, pd pageDesc, pfn uint64) error {
+	// A decoder may write up to dst's capacity (zstd's DecodeAll does);
+	// past the block is someone else's memory (the next page of a read).
+	dst = dst[:len(dst):len(dst)]
+	bs := len(dst)
+	if pd.flags&pageCompressed == 0 {
+		copy(dst, src)
 		return nil
-	}
-	if cap(dc.src) < bs {
-		dc.src = make([]byte, bs)
-	}
-	src := dc.src[:pd.size]
-	if _, err := r.ReadAt(src, pd.off); err != nil {
-		return dataErr(pfn, pd, err)
 	}
 	n, err := dc.decode(dst, src, pd.flags)
 	if err == nil && n != bs {
