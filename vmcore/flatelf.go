@@ -14,26 +14,14 @@ import (
 var flatELFOpener = opener{
 	name: "elf-flattened",
 	openPath: func(paths []string) (backend, string, error) {
-		fh, err := os.Open(paths[0])
-		if err != nil {
-			return nil, "", err
-		}
-		st, err := fh.Stat()
-		if err != nil {
-			fh.Close()
-			return nil, "", err
-		}
-		be, format, err := openFlatELF(fh, st.Size())
-		if err != nil {
-			fh.Close()
-			return nil, "", err
-		}
-		if len(paths) > 1 {
-			be.close()
-			fh.Close()
-			return nil, "", errSingleELF(len(paths))
-		}
-		return &ownedBackend{be, fh}, format, nil
+		return openOwned(paths[0], func(r io.ReaderAt, size int64) (backend, string, error) {
+			be, format, err := openFlatELF(r, size)
+			if err == nil && len(paths) > 1 {
+				be.close()
+				return nil, "", errSingleELF(len(paths))
+			}
+			return be, format, err
+		})
 	},
 	openRA: openFlatELF,
 }
@@ -63,6 +51,27 @@ func openFlatELF(r io.ReaderAt, size int64) (backend, string, error) {
 }
 
 const elfMagic = "\x7fELF"
+
+// openOwned opens the one file a format is read from and hands it, with
+// its size, to open; the backend returned owns the file, closed when open
+// fails.
+func openOwned(path string, open func(io.ReaderAt, int64) (backend, string, error)) (backend, string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, "", err
+	}
+	be, format, err := open(fh, st.Size())
+	if err != nil {
+		fh.Close()
+		return nil, "", err
+	}
+	return &ownedBackend{be, fh}, format, nil
+}
 
 // ownedBackend closes the file under a backend that does not own it.
 type ownedBackend struct {

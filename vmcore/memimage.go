@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
 	"github.com/kdumpsyms/kdumpsyms/memimage"
@@ -18,29 +17,15 @@ import (
 var memImageOpener = opener{
 	name: "memimage",
 	openPath: func(paths []string) (backend, string, error) {
-		fh, err := os.Open(paths[0])
-		if err != nil {
-			return nil, "", err
-		}
-		if !memimage.Probe(fh) {
-			fh.Close()
-			return nil, "", ErrUnrecognizedFormat
-		}
-		if len(paths) > 1 {
-			fh.Close()
-			return nil, "", fmt.Errorf("%d files given, but a memory image is a single file: %w", len(paths), ErrSingleFile)
-		}
-		st, err := fh.Stat()
-		if err != nil {
-			fh.Close()
-			return nil, "", err
-		}
-		be, format, err := openMemImage(fh, st.Size())
-		if err != nil {
-			fh.Close()
-			return nil, "", err
-		}
-		return &ownedBackend{be, fh}, format, nil
+		return openOwned(paths[0], func(r io.ReaderAt, size int64) (backend, string, error) {
+			if !memimage.Probe(r) {
+				return nil, "", ErrUnrecognizedFormat
+			}
+			if len(paths) > 1 {
+				return nil, "", fmt.Errorf("%d files given, but a memory image is a single file: %w", len(paths), ErrSingleFile)
+			}
+			return openMemImage(r, size)
+		})
 	},
 	openRA: openMemImage,
 }
@@ -62,21 +47,9 @@ func openRaw(paths []string, layout []memimage.RawRange) (backend, string, error
 	if len(paths) > 1 {
 		return nil, "", fmt.Errorf("%d files given, but a raw image is a single file: %w", len(paths), ErrSingleFile)
 	}
-	fh, err := os.Open(paths[0])
-	if err != nil {
-		return nil, "", err
-	}
-	st, err := fh.Stat()
-	if err != nil {
-		fh.Close()
-		return nil, "", err
-	}
-	be, format, err := openRawReader(fh, st.Size(), layout)
-	if err != nil {
-		fh.Close()
-		return nil, "", err
-	}
-	return &ownedBackend{be, fh}, format, nil
+	return openOwned(paths[0], func(r io.ReaderAt, size int64) (backend, string, error) {
+		return openRawReader(r, size, layout)
+	})
 }
 
 func openRawReader(r io.ReaderAt, size int64, layout []memimage.RawRange) (backend, string, error) {
