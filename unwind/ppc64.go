@@ -47,13 +47,8 @@ func BackChainPPC64(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, St
 	opt.setLimits()
 	frames := []Frame{{PC: pc}}
 	stacks := 0
-	var b [8]byte
-	read := func(addr uint64) (uint64, error) {
-		if err := memory.ReadFull(kmem, b[:], addr); err != nil {
-			return 0, err
-		}
-		return bo.Uint64(b[:]), nil
-	}
+	word := memory.Target{ByteOrder: bo, PtrSize: 8}
+	read := func(addr uint64) (uint64, error) { return word.ReadPointer(kmem, addr) }
 	for len(frames) < opt.MaxFrames {
 		if sp%16 != 0 || sp < opt.KernelStart || sp > ^uint64(0)-ppcMaxRegsAt-ppcPtRegsMSR-8 {
 			return frames, Stop{Err: fmt.Errorf("stack pointer %#x misaligned or outside the kernel: %w", sp, ErrBadFrame)}

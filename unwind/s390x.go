@@ -31,13 +31,8 @@ func BackChainS390(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, Sto
 	opt.setLimits()
 	frames := []Frame{{PC: pc}}
 	stacks := 0
-	var b [8]byte
-	read := func(addr uint64) (uint64, error) {
-		if err := memory.ReadFull(kmem, b[:], addr); err != nil {
-			return 0, err
-		}
-		return binary.BigEndian.Uint64(b[:]), nil
-	}
+	word := memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}
+	read := func(addr uint64) (uint64, error) { return word.ReadPointer(kmem, addr) }
 	for len(frames) < opt.MaxFrames {
 		if sp%8 != 0 || sp > ^uint64(0)-s390FrameSize-s390PtRegsR15-8 {
 			return frames, Stop{Err: fmt.Errorf("stack pointer %#x misaligned: %w", sp, ErrBadFrame)}
