@@ -222,10 +222,11 @@ const (
 // On x86_64: outside the module area, whose start is taken as
 // VMCOREINFO's KERNEL_IMAGE_SIZE gives it, else 1 GiB with a KASLR offset
 // and 512 MiB without (a kernel booted with nokaslr may have 1 GiB: the
-// lower start keeps its modules inside). On arm64: user space and the
-// linear map (arm64LinearMap). On riscv64 and ppc64: user space, the lower
-// half, and the linear map (linearMap). Elsewhere (s390x, whose kernel and user address spaces overlap,
-// and the 32-bit architectures) it knows nothing and reports false.
+// lower start keeps its modules inside). On arm64, riscv64 and ppc64: user
+// space, the lower half, and the linear map the translation found
+// (linearMap). Elsewhere (s390x, whose kernel and user address spaces
+// overlap, and the 32-bit architectures) it knows nothing and reports
+// false.
 func (s *Session) outsideModuleArea(addr uint64) bool {
 	arch := s.dump.Arch().Name
 	switch arch {
@@ -249,20 +250,21 @@ func (s *Session) outsideModuleArea(addr uint64) bool {
 			}
 		}
 		return addr < x86StartKernelMap+size || addr >= x86ModulesEnd
-	case "arm64":
-		return addr < 1<<63 || s.arm64LinearMap(addr)
 	}
-	// riscv64 and ppc64 keep user space in the lower half of the address
-	// space and every kernel mapping in the upper half; their linear map
-	// holds no module memory (ppc64: it ends at VMALLOC_START, where module
-	// memory is allocated; riscv64: modules and BPF lie in the 2 GiB below
-	// the kernel image, or below PAGE_OFFSET before v5.13).
+	// arm64, riscv64 and ppc64 keep user space in the lower half of the
+	// address space and every kernel mapping in the upper half, and
+	// allocate module memory outside their linear map: arm64 at or above
+	// PAGE_END since v5.4 (module area, BPF JIT region, vmalloc), below
+	// PAGE_OFFSET before (the linear map was the upper half); ppc64 from
+	// VMALLOC_START, where its linear map ends; riscv64 in the 2 GiB below
+	// the kernel image, or below PAGE_OFFSET before v5.13.
 	return addr < 1<<63 || s.linearMap(addr)
 }
 
 // linearMap reports whether addr lies in the linear map the translation
 // uses: its fast path starting at the direct map's base. False when the
-// translation has none.
+// translation has none (or, on arm64 with 52-bit VA_BITS on 48-bit
+// hardware, starts it above PAGE_OFFSET).
 func (s *Session) linearMap(addr uint64) bool {
 	t, err := s.dump.Translator()
 	if err != nil {
@@ -278,31 +280,6 @@ func (s *Session) linearMap(addr uint64) bool {
 		}
 	}
 	return false
-}
-
-// arm64LinearMap reports whether addr lies in arm64's linear map as laid
-// out since v5.4 (arch/arm64/include/asm/memory.h): [PAGE_OFFSET,
-// PAGE_END), PAGE_END = -(1 << (VA_BITS_MIN - 1)), VA_BITS_MIN = min(VA_BITS,
-// 48). The module area, the BPF JIT region and vmalloc, where module,
-// BPF, ftrace and kprobes symbols live, all lie at or above PAGE_END. It
-// reports false when VA_BITS is unknown or the translation found the
-// linear map elsewhere (the layout before v5.4, linear map in the upper
-// half).
-func (s *Session) arm64LinearMap(addr uint64) bool {
-	in := s.dump.Info()
-	if in == nil {
-		return false
-	}
-	va, ok := in.Number("VA_BITS")
-	if !ok || va < 36 || va > 52 {
-		return false
-	}
-	t, err := s.dump.Translator()
-	if err != nil || t.Layout().DirectMap != ^uint64(0)<<va {
-		return false
-	}
-	pageEnd := ^uint64(0) << (min(va, 48) - 1)
-	return addr >= ^uint64(0)<<va && addr < pageEnd
 }
 
 // Dump returns the open dump.
