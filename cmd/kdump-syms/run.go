@@ -401,7 +401,8 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 // preload starts loading the enabled module and pseudo-module finders on
 // another goroutine, which `all` asks only after the core kernel's
 // symbols: on a second core the BTF, the module walk and the lists are
-// read while those lines print. The loads are the Session's own, done
+// read while those lines print (deb13-6.12-amd64 raw kdump, wall median
+// 50.8 -> 43.7 ms; QEMU ELF 58.2 -> 49.5 ms). The loads are the Session's own, done
 // once; their errors stay with it and are reported when the chain asks.
 // The returned function waits for them, before the dump may be closed.
 func preload(s *kdumpsyms.Session) (wait func()) {
