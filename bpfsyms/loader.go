@@ -43,7 +43,10 @@ type Options struct {
 	// before v5.7, the unit of bpf_binary_header.pages.
 	Target memory.Target
 	// Layout is where struct offsets come from. Nil means the vmlinux BTF
-	// in the dump, found through __start_BTF and __stop_BTF.
+	// in the dump, found through __start_BTF and __stop_BTF and read (5 MB
+	// on a 6.12 kernel) by each load: a caller of more than one loader
+	// passes one btflayout.FromMemory result to all of them, as a
+	// kdumpsyms Session does.
 	Layout btflayout.Source
 
 	// Code, when set, finds list heads the symbol table lacks (a kernel
