@@ -23,13 +23,15 @@ func withInfoCheck(opt vmcore.Options) vmcore.Options {
 // stextMatchesKallsyms decodes the kallsyms tables with info and checks
 // that their _stext is info's SYMBOL(_stext): the tables are found and
 // checked against VMCOREINFO, so a text from another kernel, or another
-// boot of it (KASLR), fails.
+// boot of it (KASLR), fails. The tables are opened lazily: one name is
+// looked up (through seqs_of_names since 6.2), before the session loads
+// them for its own use.
 func stextMatchesKallsyms(kmem memory.Reader, info *vmcoreinfo.Info) (string, error) {
 	want, ok := info.Symbol("_stext")
 	if !ok {
 		return "", fmt.Errorf("no SYMBOL(_stext): %w", vmcoreinfo.ErrMissingInfo)
 	}
-	res, err := kallsyms.Load(kmem, info, kallsyms.Options{})
+	res, err := kallsyms.Load(kmem, info, kallsyms.Options{Lazy: true})
 	if err != nil {
 		return "", err
 	}
