@@ -108,17 +108,24 @@ func TestImagesNoVMCOREINFOFullDump(t *testing.T) {
 	}
 	for _, name := range names {
 		g := testutil.CorpusGuestNamed(t, name)
-		t.Run(name, func(t *testing.T) {
-			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
-			im := imagesWithoutNote(t, src[0])
-			want := g.KallsymsText(t)
-			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
-				code, stderr, diff := runCLIMatch(want, nil, append([]string{"all"}, args...)...)
-				require.Equal(t, exitOK, code, stderr)
-				assert.Empty(t, diff, "%v: all differs from /proc/kallsyms", args)
-			}
-		})
+		t.Run(name, func(t *testing.T) { allWithoutNote(t, g) })
 	}
+}
+
+// allWithoutNote checks `kdump-syms all` on g's full QEMU ELF dump made
+// into LiME, AVML and raw images without the VMCOREINFO note is
+// /proc/kallsyms byte for byte, and returns the images.
+func allWithoutNote(t *testing.T, g *testutil.CorpusGuest) testutil.Images {
+	t.Helper()
+	src := g.RequireFullDump(t, testutil.DumpQEMUELF)
+	im := imagesWithoutNote(t, src[0])
+	want := g.KallsymsText(t)
+	for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
+		code, stderr, diff := runCLIMatch(want, nil, append([]string{"all"}, args...)...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.Empty(t, diff, "%v: all differs from /proc/kallsyms", args)
+	}
+	return im
 }
 
 // checkArm64Derived checks the VMCOREINFO derived from an arm64 image
@@ -193,14 +200,7 @@ func TestImagesNoVMCOREINFOArm64FullDump(t *testing.T) {
 	for _, name := range names {
 		g := testutil.CorpusGuestNamed(t, name)
 		t.Run(name, func(t *testing.T) {
-			src := g.RequireFullDump(t, testutil.DumpQEMUELF)
-			im := imagesWithoutNote(t, src[0])
-			want := g.KallsymsText(t)
-			for _, args := range [][]string{{im.LiME}, {im.AVML}, {"--raw", im.RawLayout, im.Raw}} {
-				code, stderr, diff := runCLIMatch(want, nil, append([]string{"all"}, args...)...)
-				require.Equal(t, exitOK, code, stderr)
-				assert.Empty(t, diff, "%v: all differs from /proc/kallsyms", args)
-			}
+			im := allWithoutNote(t, g)
 			checkArm64Derived(t, g, []string{im.LiME}, true)
 		})
 	}
