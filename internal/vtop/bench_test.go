@@ -15,15 +15,7 @@ func BenchmarkTranslateCached(b *testing.B) {
 	vm := uint64(0xffffc90000000000)
 	f.b.mapPage(vm, 0x12345000, 12)
 	tr := f.new(b)
-	_, err := tr.Translate(vm)
-	require.NoError(b, err)
-	b.ReportAllocs()
-	var sink uint64
-	for b.Loop() {
-		pa, _ := tr.Translate(vm + 0x10)
-		sink += pa
-	}
-	_ = sink
+	benchCached(b, tr, vm)
 }
 
 // BenchmarkWalk4Level measures an uncached 4-level walk over page tables
@@ -33,12 +25,7 @@ func BenchmarkWalk4Level(b *testing.B) {
 	vm := uint64(0xffffc90000000000)
 	f.b.mapPage(vm, 0x12345000, 12)
 	x := f.new(b).(*translator)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := x.walk(vm); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchWalk(b, x, vm)
 }
 
 // BenchmarkWalkS390X measures an uncached s390x walk of a region-third
@@ -53,12 +40,7 @@ func BenchmarkWalkS390X(b *testing.B) {
 	tr, err := New(Config{Arch: "s390x", Target: memory.Target{ByteOrder: binary.BigEndian, PtrSize: 8}, Info: s390Info(b), Phys: m})
 	require.NoError(b, err)
 	x := tr.(*translator)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := x.walk(vm); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchWalk(b, x, vm)
 }
 
 // ppcBenchTranslator is a radix 4 KiB ppc64le translator with vm mapped by
@@ -77,27 +59,14 @@ func ppcBenchTranslator(b *testing.B, vm uint64, pages uint64) Translator {
 func BenchmarkWalkPPC64(b *testing.B) {
 	vm := uint64(0xc008000000005000)
 	x := ppcBenchTranslator(b, vm, 1).(*translator)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := x.walk(vm); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchWalk(b, x, vm)
 }
 
 // BenchmarkTranslateCachedPPC64 measures a TLB hit on ppc64.
 func BenchmarkTranslateCachedPPC64(b *testing.B) {
 	vm := uint64(0xc008000000005000)
 	tr := ppcBenchTranslator(b, vm, 1)
-	_, err := tr.Translate(vm)
-	require.NoError(b, err)
-	b.ReportAllocs()
-	var sink uint64
-	for b.Loop() {
-		pa, _ := tr.Translate(vm + 0x10)
-		sink += pa
-	}
-	_ = sink
+	benchCached(b, tr, vm)
 }
 
 // BenchmarkTranslateUncachedPPC64 is BenchmarkTranslateUncached on ppc64:
@@ -106,14 +75,7 @@ func BenchmarkTranslateUncachedPPC64(b *testing.B) {
 	vm := uint64(0xc008000000000000)
 	const pages = 2 * tlbSize
 	tr := ppcBenchTranslator(b, vm, pages)
-	b.ReportAllocs()
-	i := uint64(0)
-	for b.Loop() {
-		if _, err := tr.Translate(vm + (i%pages)<<12); err != nil {
-			b.Fatal(err)
-		}
-		i += tlbSize + 1
-	}
+	benchUncached(b, tr, vm, pages)
 }
 
 // BenchmarkWalkRISCV64 measures an uncached riscv64 Sv57 walk of
@@ -121,12 +83,7 @@ func BenchmarkTranslateUncachedPPC64(b *testing.B) {
 func BenchmarkWalkRISCV64(b *testing.B) {
 	m, _ := rvFixture(b, 5)
 	x := newRV(b, m, rvInfo(b, 5)).(*translator)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := x.walk(rvModule); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchWalk(b, x, rvModule)
 }
 
 // BenchmarkTranslateCachedRISCV64 measures a TLB hit on a riscv64 module
@@ -134,15 +91,7 @@ func BenchmarkWalkRISCV64(b *testing.B) {
 func BenchmarkTranslateCachedRISCV64(b *testing.B) {
 	m, _ := rvFixture(b, 5)
 	tr := newRV(b, m, rvInfo(b, 5))
-	_, err := tr.Translate(rvModule)
-	require.NoError(b, err)
-	b.ReportAllocs()
-	var sink uint64
-	for b.Loop() {
-		pa, _ := tr.Translate(rvModule + 0x10)
-		sink += pa
-	}
-	_ = sink
+	benchCached(b, tr, rvModule)
 }
 
 // BenchmarkTranslateUncached defeats the TLB by cycling over more pages
@@ -155,14 +104,7 @@ func BenchmarkTranslateUncached(b *testing.B) {
 		f.b.mapPage(vm+i<<12, 0x12345000+i<<12, 12)
 	}
 	tr := f.new(b)
-	b.ReportAllocs()
-	i := uint64(0)
-	for b.Loop() {
-		if _, err := tr.Translate(vm + (i%pages)<<12); err != nil {
-			b.Fatal(err)
-		}
-		i += tlbSize + 1 // never the slot just filled
-	}
+	benchUncached(b, tr, vm, pages)
 }
 
 // BenchmarkReadAt reads 4 KiB of vmalloc memory page by page.
@@ -182,8 +124,6 @@ func BenchmarkReadAt(b *testing.B) {
 	}
 }
 
-var _ = binary.LittleEndian
-
 // BenchmarkWalkARM measures an uncached 32-bit ARM walk of swapper_pg_dir
 // down to a 4 KiB module page: LPAE (three table reads) and short
 // descriptors (two).
@@ -194,12 +134,7 @@ func BenchmarkWalkARM(b *testing.B) {
 			vm := uint64(0xbf000000)
 			f.mapPage(vm, 0x12345000, 12)
 			x := f.new(b, true).(*translator)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := x.walk(vm); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchWalk(b, x, vm)
 		})
 	}
 }
@@ -210,13 +145,42 @@ func BenchmarkTranslateCachedARM(b *testing.B) {
 	vm := uint64(0xbf000000)
 	f.mapPage(vm, 0x12345000, 12)
 	tr := f.new(b, true)
-	_, err := tr.Translate(vm)
+	benchCached(b, tr, vm)
+}
+
+// benchCached measures a TLB hit: va's page translated once, then an
+// address in it again and again.
+func benchCached(b *testing.B, tr Translator, va uint64) {
+	_, err := tr.Translate(va)
 	require.NoError(b, err)
 	b.ReportAllocs()
 	var sink uint64
 	for b.Loop() {
-		pa, _ := tr.Translate(vm + 0x10)
+		pa, _ := tr.Translate(va + 0x10)
 		sink += pa
 	}
 	_ = sink
+}
+
+// benchWalk measures x's uncached page-table walk of va.
+func benchWalk(b *testing.B, x *translator, va uint64) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x.walk(va); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchUncached defeats the TLB by cycling over pages pages from va, more
+// than it holds, never the slot just filled: every translation walks.
+func benchUncached(b *testing.B, tr Translator, va uint64, pages uint64) {
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		if _, err := tr.Translate(va + (i%pages)<<12); err != nil {
+			b.Fatal(err)
+		}
+		i += tlbSize + 1
+	}
 }
