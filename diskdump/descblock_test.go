@@ -33,15 +33,7 @@ func TestDescriptorBlocks(t *testing.T) {
 		bl.pages[pfn] = benchContent(pfn)
 	}
 	file := bl.build(t)
-	cr := &countingReader{r: bytes.NewReader(file)}
-	d, err := NewDump(cr)
-	require.NoError(t, err)
-	before := cr.reads.Load()
-	got := make([]byte, pages*4096)
-	n, err := d.ReadAt(got, 0)
-	require.NoError(t, err)
-	require.Equal(t, len(got), n)
-	reads := cr.reads.Load() - before
+	got, reads := readCounted(t, file, pages)
 	// Four reads of the descriptor table, one of the data of each batch of
 	// pages back to back in the file (readMany decodes 256 at a time), a
 	// few for the partial pages at the ends: not one or two per page.
@@ -81,18 +73,11 @@ func TestSpanCodecs(t *testing.T) {
 				}
 				return c.flag
 			}
-			file := bl.build(t)
-			cr := &countingReader{r: bytes.NewReader(file)}
-			d, err := NewDump(cr)
-			require.NoError(t, err)
-			before := cr.reads.Load()
-			got := make([]byte, pages*4096)
-			_, err = d.ReadAt(got, 0)
-			require.NoError(t, err)
+			got, reads := readCounted(t, bl.build(t), pages)
 			if c.flag != 0 {
 				// Raw pages between compressed ones end runs: one read per
 				// run, still far fewer than one per page.
-				require.Less(t, cr.reads.Load()-before, int64(pages/2), "reads of the file")
+				require.Less(t, reads, int64(pages/2), "reads of the file")
 			}
 			for pfn := range uint64(pages) {
 				if !bytes.Equal(got[pfn*4096:(pfn+1)*4096], bl.pages[pfn]) {
@@ -101,4 +86,19 @@ func TestSpanCodecs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readCounted opens the dump file and reads its first pages pages in one
+// read, returning them and how many reads of the file that took.
+func readCounted(t *testing.T, file []byte, pages int) ([]byte, int64) {
+	t.Helper()
+	cr := &countingReader{r: bytes.NewReader(file)}
+	d, err := NewDump(cr)
+	require.NoError(t, err)
+	before := cr.reads.Load()
+	got := make([]byte, pages*4096)
+	n, err := d.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, len(got), n)
+	return got, cr.reads.Load() - before
 }
