@@ -48,6 +48,8 @@ func TestExitStatus(t *testing.T) {
 		{"all/ok", []string{"all", good}, exitOK, ""},
 		{"all/partial", []string{"all", "--layouts", "btf", noBTF}, exitPartial, ""},
 		{"all/partial module", []string{"all", badModule}, exitPartial, ""},
+		// The module finder turned off: its failures are not asked for.
+		{"all/modules off", []string{"all", "--finders", "kallsyms", badModule}, exitOK, ""},
 		{"all/nothing", []string{"all", broken}, exitError, ""},
 		{"all/unreadable", []string{"all", junk}, exitError, ""},
 		{"all/usage", []string{"all"}, exitUsage, ""},

@@ -392,7 +392,12 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	if *module != "" && printed == 0 && !c.rep.failed() {
 		c.rep.miss(fmt.Sprintf("symbols of module %q", *module))
 	}
-	c.addModuleFailures(s)
+	// The modules that failed alone, when the module finder answered:
+	// with --finders leaving it out, asking would walk the module list
+	// (and read the BTF) for nothing and report what the user turned off.
+	if finderEnabled(s, kdumpsyms.FinderModules) {
+		c.addModuleFailures(s)
+	}
 	// A module filter that matched nothing is an answer while some finder
 	// worked, as an unresolved address is.
 	return c.rep.finish(stderr, printed > 0 || (*module != "" && !c.rep.explained()))
@@ -427,6 +432,16 @@ func preload(s *kdumpsyms.Session) (wait func()) {
 		})
 	}
 	return wg.Wait
+}
+
+// finderEnabled reports whether the session's chain asks the finder name.
+func finderEnabled(s *kdumpsyms.Session, name string) bool {
+	for _, f := range s.Chain().Finders() {
+		if f.Name == name {
+			return f.Enabled
+		}
+	}
+	return false
 }
 
 // addModuleFailures reports the modules that failed alone: the module
