@@ -50,6 +50,7 @@ func TestExitStatus(t *testing.T) {
 		{"all/partial module", []string{"all", badModule}, exitPartial, ""},
 		// The module finder turned off: its failures are not asked for.
 		{"all/modules off", []string{"all", "--finders", "kallsyms", badModule}, exitOK, ""},
+		{"all/vmlinux only", []string{"all", "--module", "vmlinux", badModule}, exitOK, ""},
 		{"all/nothing", []string{"all", broken}, exitError, ""},
 		{"all/unreadable", []string{"all", junk}, exitError, ""},
 		{"all/usage", []string{"all"}, exitUsage, ""},

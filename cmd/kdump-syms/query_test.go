@@ -102,6 +102,18 @@ func TestReverseAndModules(t *testing.T) {
 	assert.Equal(t, strings.Join(want, ""), stdout)
 	code, _, _ = runCLI("all", "--module", "no_such_module", dump)
 	assert.Equal(t, exitPartial, code)
+
+	// The core kernel alone, without loading the module finders.
+	code, stdout, stderr = runCLI("all", "--module", "vmlinux", dump)
+	require.Equal(t, exitOK, code, stderr)
+	want = want[:0]
+	for line := range strings.Lines(string(g.KallsymsText(t))) {
+		if !strings.Contains(line, "\t[") {
+			want = append(want, line)
+		}
+	}
+	require.NotEmpty(t, want)
+	assert.True(t, strings.Join(want, "") == stdout, "all --module vmlinux differs from the vmlinux lines of /proc/kallsyms")
 }
 
 // TestSystemMapRoundTrip: --format system.map writes the core kernel only,

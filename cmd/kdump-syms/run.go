@@ -346,6 +346,11 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.finish(s, stderr)
+	if *module == "vmlinux" {
+		// The finders of modules and pseudo-modules hold no core-kernel
+		// symbol: not loading them saves the module walk and the BTF.
+		c.disableFinders(s, kdumpsyms.FinderModules, kdumpsyms.FinderFtrace, kdumpsyms.FinderBPF, kdumpsyms.FinderKprobes)
+	}
 	ptr := s.Dump().Arch().PtrSize
 	sw, err := newSymbolWriter(stdout, *format, ptr)
 	if err != nil {
@@ -432,6 +437,16 @@ func preload(s *kdumpsyms.Session) (wait func()) {
 		})
 	}
 	return wg.Wait
+}
+
+// disableFinders turns the named finders of the session's chain off, those
+// it has, and drops them from the finders the report names.
+func (c *common) disableFinders(s *kdumpsyms.Session, names ...string) {
+	for _, n := range names {
+		if s.Chain().SetEnabled(n, false) == nil {
+			c.rep.finders = slices.DeleteFunc(c.rep.finders, func(f string) bool { return f == n })
+		}
+	}
 }
 
 // finderEnabled reports whether the session's chain asks the finder name.
