@@ -34,7 +34,10 @@ var ErrBadLayout = errors.New("memimage: impossible raw layout")
 
 // FormatError reports malformed input: What was wrong at file offset Off,
 // in range Range (its index in file order, -1 when the error concerns no
-// single range) covering [Start, Last].
+// single range) covering [Start, Last]. A raw layout's range that has no
+// last byte (the rest of a file with nothing left, a size 0 before the last
+// range, an end past the end of the address space) has Start set and Last
+// 0; its message says "range N at START".
 type FormatError struct {
 	Off         int64
 	Range       int
@@ -43,11 +46,15 @@ type FormatError struct {
 	eof         bool
 	kind        error // ErrOverlap, ErrBadBlock or nil
 	layout      bool  // a raw layout's mistake: ErrBadLayout, not corrupt
+	noLast      bool  // the range has no last byte: Last is 0
 }
 
 func (e *FormatError) Error() string {
 	s := fmt.Sprintf("memimage: at offset %#x: ", e.Off)
-	if e.Range >= 0 {
+	switch {
+	case e.Range >= 0 && e.noLast:
+		s += fmt.Sprintf("range %d at %#x: ", e.Range, e.Start)
+	case e.Range >= 0:
 		s += fmt.Sprintf("range %d [%#x-%#x]: ", e.Range, e.Start, e.Last)
 	}
 	return s + e.What
@@ -72,6 +79,11 @@ func (e *FormatError) Is(target error) bool {
 
 func rangeErr(off int64, i int, start, last uint64, format string, args ...any) *FormatError {
 	return &FormatError{Off: off, Range: i, Start: start, Last: last, What: fmt.Sprintf(format, args...)}
+}
+
+// startErr is rangeErr for range i at start, which has no last byte.
+func startErr(off int64, i int, start uint64, format string, args ...any) *FormatError {
+	return &FormatError{Off: off, Range: i, Start: start, noLast: true, What: fmt.Sprintf(format, args...)}
 }
 
 func fileErr(off int64, format string, args ...any) *FormatError {

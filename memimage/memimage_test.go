@@ -305,15 +305,15 @@ func TestRaw(t *testing.T) {
 	}{
 		// The layout's own mistakes (ErrBadLayout, not corrupt data).
 		{"empty", nil, where{0, -1, 0, 0}, nil, false, true, ""},
-		{"rest not last", []RawRange{{Start: 0}, {Start: 0x10000}}, where{0, -1, 0, 0}, nil, false, true, "raw range 0 at 0x0"},
+		{"rest not last", []RawRange{{Start: 0}, {Start: 0x10000}}, where{0, 0, 0, 0}, nil, false, true, "only the last"},
 		{"overlap", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x1000, Size: 0x1000}}, where{0x2000, 1, 0x1000, 0x1fff}, ErrOverlap, false, true, "range 0 [0x0-0x1fff]"},
 		{"overlaps the rest", []RawRange{{Start: 0, Size: 0x1000}, {Start: 0}}, where{0x1000, 1, 0, 0x1fff}, ErrOverlap, false, true, "range 0 [0x0-0xfff]"},
-		{"wraps", []RawRange{{Start: ^uint64(0) - 0xff, Size: 0x1000}}, where{0, -1, 0, 0}, nil, false, true, "raw range 0 at 0xffffffffffffff00"},
-		{"rest wraps", []RawRange{{Start: ^uint64(0) - 0xff}}, where{0, -1, 0, 0}, nil, false, true, "raw range 0 at 0xffffffffffffff00"},
+		{"wraps", []RawRange{{Start: ^uint64(0) - 0xff, Size: 0x1000}}, where{0, 0, ^uint64(0) - 0xff, 0}, nil, false, true, "past the end of the address space"},
+		{"rest wraps", []RawRange{{Start: ^uint64(0) - 0xff}}, where{0, 0, ^uint64(0) - 0xff, 0}, nil, false, true, "past the end of the address space"},
 		// What the file lacks.
 		{"short", []RawRange{{Start: 0, Size: 0x4000}}, where{0, 0, 0, 0x3fff}, nil, true, false, ""},
 		{"short second", []RawRange{{Start: 0, Size: 0x2000}, {Start: 0x10000, Size: 0x2000}}, where{0x2000, 1, 0x10000, 0x11fff}, nil, true, false, ""},
-		{"nothing left", []RawRange{{Start: 0, Size: 0x3000}, {Start: 0x10000}}, where{0x3000, -1, 0, 0}, nil, true, false, "raw range 1 at 0x10000"},
+		{"nothing left", []RawRange{{Start: 0, Size: 0x3000}, {Start: 0x10000}}, where{0x3000, 1, 0x10000, 0}, nil, true, false, "no bytes left"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -366,7 +366,11 @@ func checkError(t *testing.T, err error, w where, kind error, eof, layout bool, 
 		assert.Equal(t, k == kind, errors.Is(err, k), "kind %v", k)
 	}
 	names := []string{fmt.Sprintf("at offset %#x: ", w.off)}
-	if w.rng >= 0 {
+	switch {
+	case w.rng >= 0 && fe.noLast:
+		assert.Zero(t, w.last, "a range without a last byte has Last 0")
+		names = append(names, fmt.Sprintf("range %d at %#x: ", w.rng, w.start))
+	case w.rng >= 0:
 		names = append(names, fmt.Sprintf("range %d [%#x-%#x]: ", w.rng, w.start, w.last))
 	}
 	if other != "" {

@@ -31,7 +31,7 @@ func NewRaw(r io.ReaderAt, size int64, layout []RawRange) (*File, error) {
 		left := uint64(size - off)
 		if n == 0 {
 			if left == 0 {
-				e := fileErr(off, "raw range %d at %#x: no bytes left in the file for it", i, l.Start)
+				e := startErr(off, i, l.Start, "no bytes left in the file for the rest of it")
 				e.eof = true
 				return nil, e
 			}
@@ -39,7 +39,7 @@ func NewRaw(r io.ReaderAt, size int64, layout []RawRange) (*File, error) {
 		}
 		last := l.Start + n - 1
 		if last < l.Start {
-			e := fileErr(off, "raw range %d at %#x of %#x bytes (the rest of the file) runs past the end of the address space", i, l.Start, n)
+			e := startErr(off, i, l.Start, "%#x bytes (the rest of the file) run past the end of the address space", n)
 			e.layout = true
 			return nil, e
 		}
@@ -77,7 +77,7 @@ func checkRawLayout(layout []RawRange) error {
 	for i, l := range layout {
 		if l.Size == 0 {
 			if i != len(layout)-1 {
-				e := fileErr(int64(off), "raw range %d at %#x: only the last range may take the rest of the file (size 0)", i, l.Start)
+				e := startErr(int64(off), i, l.Start, "only the last range may take the rest of the file (size 0)")
 				e.layout = true
 				return e
 			}
@@ -85,7 +85,7 @@ func checkRawLayout(layout []RawRange) error {
 		}
 		last := l.Start + l.Size - 1
 		if last < l.Start {
-			e := fileErr(int64(off), "raw range %d at %#x of %#x bytes runs past the end of the address space", i, l.Start, l.Size)
+			e := startErr(int64(off), i, l.Start, "%#x bytes run past the end of the address space", l.Size)
 			e.layout = true
 			return e
 		}

@@ -22,14 +22,18 @@ var examples = map[string]string{
 	"export":  "kdump-syms export --format elf -o syms vmcore; gdb -ex 'symbol-file syms/vmlinux.syms' -ex 'add-symbol-file syms/xfs.ko.syms'; kdump-syms export --format isf -o isf/linux/k.json image.lime; vol -s isf -f image.lime linux.pslist",
 }
 
-// suggest returns the known command nearest to cmd (at most two edits
-// away, or one of which cmd is a prefix), or "".
+// suggest returns the known command nearest to cmd (see nearest), or "".
 func suggest(cmd string) string {
+	return nearest(cmd, append(slices.Sorted(maps.Keys(examples)), "help", "version"))
+}
+
+// nearest returns the name nearest to word (at most two edits away, or one
+// of which word is a prefix), the first of equals, or "".
+func nearest(word string, names []string) string {
 	best, bestD := "", 3
-	names := append(slices.Sorted(maps.Keys(examples)), "help", "version")
 	for _, c := range names {
-		d := editDistance(cmd, c)
-		if len(cmd) >= 2 && strings.HasPrefix(c, cmd) {
+		d := editDistance(word, c)
+		if len(word) >= 2 && strings.HasPrefix(c, word) {
 			d = min(d, 1)
 		}
 		if d < bestD {

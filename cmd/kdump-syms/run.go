@@ -250,8 +250,9 @@ func newFlagSet(name, synopsis string) *flag.FlagSet {
 }
 
 // parseFlags parses a command's arguments. --help prints the command's
-// usage on stdout and is success; a bad flag is a usage error, with the
-// usage on stderr.
+// usage on stdout and is success; a bad flag is a usage error of one line
+// that says where the flags are listed (and, for an unknown flag, the
+// nearest known one), not the whole usage above the error.
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, error) {
 	// The flag package prints its error too; run prints it once, prefixed.
 	fs.SetOutput(io.Discard)
@@ -266,8 +267,16 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]st
 		return nil, err
 	}
 	if err != nil {
-		fs.Usage()
-		return nil, usageError{err.Error()}
+		msg := fs.Name() + ": " + err.Error()
+		// The flag package's words for an unknown flag, unchanged since Go 1.
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			if near := nearest(strings.TrimPrefix(name, "-"), names); near != "" {
+				msg += fmt.Sprintf("; did you mean --%s?", near)
+			}
+		}
+		return nil, usageError{fmt.Sprintf("%s (kdump-syms %s --help lists its flags)", msg, fs.Name())}
 	}
 	return pos, nil
 }

@@ -43,9 +43,19 @@ func TestUsage(t *testing.T) {
 		assert.Contains(t, stdout, "Usage: kdump-syms "+cmd, cmd)
 		code, _, _ = runCLI(cmd)
 		assert.Equal(t, exitUsage, code, cmd)
-		code, _, _ = runCLI(cmd, "--no-such-flag", "x")
+		// A bad flag: one line naming it and where the flags are
+		// listed, not the usage above it.
+		code, _, stderr = runCLI(cmd, "--no-such-flag", "x")
 		assert.Equal(t, exitUsage, code, cmd)
+		assert.Equal(t, fmt.Sprintf("kdump-syms: %s: flag provided but not defined: -no-such-flag (kdump-syms %s --help lists its flags)\n", cmd, cmd), stderr)
 	}
+	code, _, stderr = runCLI("all", "--finder", "kallsyms", "x")
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, "kdump-syms: all: flag provided but not defined: -finder; did you mean --finders? (kdump-syms all --help lists its flags)\n", stderr)
+	code, _, stderr = runCLI("all", "--raw", "0,0x1000", "x")
+	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+	assert.Contains(t, stderr, "range 0 at 0x0: only the last range")
 	code, _, _ = runCLI("name", "x", "--glob", "--regexp", "a")
 	assert.Equal(t, exitUsage, code)
 }
