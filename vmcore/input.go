@@ -1,6 +1,10 @@
 package vmcore
 
 import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kdumpsyms/kdumpsyms/memimage"
 )
 
 // Stdin is the name that reads a dump from standard input.
@@ -34,8 +40,16 @@ func (e *DirectoryError) Error() string {
 	case 1:
 		return fmt.Sprintf("%s is a directory; the dump in it is %s", e.Path, filepath.Join(e.Path, e.Dumps[0]))
 	}
-	return fmt.Sprintf("%s is a directory; the dumps in it: %s (name one)", e.Path, strings.Join(e.Dumps, ", "))
+	names := strings.Join(e.Dumps, ", ")
+	if len(e.Dumps) > maxNamedDumps {
+		names = fmt.Sprintf("%s and %d more", strings.Join(e.Dumps[:maxNamedDumps], ", "), len(e.Dumps)-maxNamedDumps)
+	}
+	return fmt.Sprintf("%s is a directory; the dumps in it: %s (name one)", e.Path, names)
 }
+
+// maxNamedDumps is how many of a directory's dumps its error names, so that
+// the message stays one line.
+const maxNamedDumps = 8
 
 // maxDirEntries bounds how many entries of a directory given as the dump
 // are looked at.
@@ -158,9 +172,12 @@ func spool(r io.Reader, what string, opt Options) (path, tmp string, err error) 
 	return fh.Name(), fh.Name(), nil
 }
 
-// dumpsIn names the regular files of dir that start like a dump: an ELF
-// core, a kdump-compressed file, a flattened stream, or one of them
-// wrapped in xz, zstd or gzip.
+// dumpsIn names the regular files of dir that start like a dump this
+// package opens: an ELF core (an executable or a library is not one), a
+// kdump-compressed file, a flattened stream, a LiME or AVML image, or one
+// of them wrapped in xz, zstd or gzip (whose content is looked at too: a
+// .tar.gz or a gzipped profile is no dump; of xz files, only the first
+// maxXZPeeks, the others are taken for dumps).
 func dumpsIn(dir string) []string {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -169,6 +186,7 @@ func dumpsIn(dir string) []string {
 	defer d.Close()
 	ents, _ := d.ReadDir(maxDirEntries)
 	var out []string
+	peeks := 0
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
@@ -177,10 +195,21 @@ func dumpsIn(dir string) []string {
 		if err != nil {
 			continue
 		}
-		var head [16]byte
+		var head [dumpHeadLen]byte
 		n, _ := io.ReadFull(fh, head[:])
+		ok := startsLikeDump(head[:n])
+		if w := wrapperOf(head[:n]); w != "" {
+			ok = true
+			if w != "xz" || peeks < maxXZPeeks {
+				if w == "xz" {
+					peeks++
+				}
+				inner, err := wrappedHead(fh, w)
+				ok = err == nil && startsLikeDump(inner)
+			}
+		}
 		fh.Close()
-		if looksLikeDump(head[:n]) {
+		if ok {
 			out = append(out, e.Name())
 		}
 	}
@@ -188,12 +217,47 @@ func dumpsIn(dir string) []string {
 	return out
 }
 
-func looksLikeDump(head []byte) bool {
+// dumpHeadLen is how many bytes of a file startsLikeDump looks at, and
+// maxXZPeeks how many xz files of a directory have the start of their
+// content decompressed: an xz stream has its whole dictionary, up to 64
+// MiB, allocated to give its first bytes (gzip and zstd need little).
+const (
+	dumpHeadLen = 64
+	maxXZPeeks  = 8
+)
+
+// startsLikeDump reports whether head, the first bytes of a file, is the
+// start of a dump this package opens unwrapped.
+func startsLikeDump(head []byte) bool {
 	s := string(head)
-	for _, magic := range []string{"\x7fELF", "KDUMP   ", "DISKDUMP", "makedumpfile\x00"} {
+	if len(s) >= 18 && s[:4] == "\x7fELF" {
+		// e_type, in the byte order EI_DATA gives: ET_CORE.
+		bo := binary.ByteOrder(binary.LittleEndian)
+		if s[5] == 2 {
+			bo = binary.BigEndian
+		}
+		return bo.Uint16(head[16:]) == uint16(elf.ET_CORE)
+	}
+	for _, magic := range []string{"KDUMP   ", "DISKDUMP", "makedumpfile\x00"} {
 		if len(s) >= len(magic) && s[:len(magic)] == magic {
 			return true
 		}
 	}
-	return wrapperOf(head) != ""
+	return memimage.Probe(bytes.NewReader(head))
+}
+
+// wrappedHead decompresses the first dumpHeadLen bytes of the content of
+// fh, wrapped in w.
+func wrappedHead(fh *os.File, w string) ([]byte, error) {
+	dec, done, err := newDecoder(bufio.NewReader(io.NewSectionReader(fh, 0, 1<<62)), w)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	head := make([]byte, dumpHeadLen)
+	n, err := io.ReadFull(dec, head)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil
+	}
+	return head[:n], err
 }

@@ -2,10 +2,15 @@ package vmcore
 
 import (
 	"bytes"
+	"compress/gzip"
+	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,14 +33,47 @@ func TestDirectoryInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore"), onePageCore(), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore-dmesg.txt"), []byte("[0.0] Linux\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "dump.kdump"), []byte("KDUMP   and more"), 0o644))
+	// Dumps wrapped and in memory-image formats are dumps; executables,
+	// libraries and other wrapped files are not.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore.gz"), gzipped(t, onePageCore()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.gz"), gzipped(t, []byte("not a dump")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "image.lime"), []byte("EMiL\x01\x00\x00\x00"+strings.Repeat("\x00", 24)), 0o644))
+	exe := make([]byte, 64)
+	copy(exe, "\x7fELF\x02\x01\x01")
+	exe[16] = byte(elf.ET_EXEC)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kdump-syms"), exe, 0o755))
+	beCore := slices.Clone(exe)
+	beCore[5], beCore[16], beCore[17] = 2, 0, byte(elf.ET_CORE)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s390.core"), beCore, 0o644))
 	_, err := Open(dir)
 	var de *DirectoryError
 	require.True(t, errors.As(err, &de), "%v", err)
 	assert.Equal(t, dir, de.Path)
-	assert.Equal(t, []string{"dump.kdump", "vmcore"}, de.Dumps)
+	assert.Equal(t, []string{"dump.kdump", "image.lime", "s390.core", "vmcore", "vmcore.gz"}, de.Dumps)
 	_, err = Open(t.TempDir())
 	require.True(t, errors.As(err, &de))
 	assert.Empty(t, de.Dumps)
+
+	// A directory of many dumps: the message names a few, on one line.
+	many := t.TempDir()
+	for i := range maxNamedDumps + 3 {
+		require.NoError(t, os.WriteFile(filepath.Join(many, fmt.Sprintf("vmcore.%02d", i)), []byte("KDUMP   "), 0o644))
+	}
+	_, err = Open(many)
+	require.True(t, errors.As(err, &de))
+	assert.Len(t, de.Dumps, maxNamedDumps+3)
+	assert.Contains(t, err.Error(), "vmcore.07 and 3 more (name one)")
+	assert.NotContains(t, err.Error(), "vmcore.08")
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, err := zw.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
 }
 
 // TestCharDeviceInput: a character device is refused at once, not read

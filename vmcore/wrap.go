@@ -98,31 +98,11 @@ func decompress(w io.Writer, r io.ReaderAt, size int64, wrapper string, opt Opti
 	// pread each on a bare file (60% of the decompression time in
 	// syscalls).
 	src := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 256<<10)
-	var dec io.Reader
-	switch wrapper {
-	case "xz":
-		xr, err := xz.NewReader(src)
-		if err != nil {
-			return fmt.Errorf("xz: %w", err)
-		}
-		dec = xr
-	case "zstd":
-		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return fmt.Errorf("zstd: %w", err)
-		}
-		defer zr.Close()
-		dec = zr
-	case "gzip":
-		gr, err := kgzip.NewReader(src)
-		if err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
-		defer gr.Close()
-		dec = gr
-	default:
-		return fmt.Errorf("wrapper %q: %w", wrapper, errors.ErrUnsupported)
+	dec, done, err := newDecoder(src, wrapper)
+	if err != nil {
+		return err
 	}
+	defer done()
 	limit := opt.MaxDecompressedSize
 	if limit <= 0 {
 		limit = DefaultMaxDecompressedSize
@@ -135,6 +115,32 @@ func decompress(w io.Writer, r io.ReaderAt, size int64, wrapper string, opt Opti
 		return fmt.Errorf("%s wrapper: more than %d bytes: %w", wrapper, limit, ErrTooLarge)
 	}
 	return nil
+}
+
+// newDecoder returns a reader of what src holds wrapped in wrapper, and
+// what to call when done with it.
+func newDecoder(src io.Reader, wrapper string) (io.Reader, func(), error) {
+	switch wrapper {
+	case "xz":
+		xr, err := xz.NewReader(src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("xz: %w", err)
+		}
+		return xr, func() {}, nil
+	case "zstd":
+		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("zstd: %w", err)
+		}
+		return zr, zr.Close, nil
+	case "gzip":
+		gr, err := kgzip.NewReader(src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gzip: %w", err)
+		}
+		return gr, func() { gr.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("wrapper %q: %w", wrapper, errors.ErrUnsupported)
 }
 
 // contentKey names a cache entry by what the wrapped file holds, never by
