@@ -88,9 +88,9 @@ func FuzzORC(f *testing.F) {
 			nMod = uint64(edits[0]) * 997
 		}
 		mod := []ORCModule{{Name: "m", Start: kText + 0x100, End: kText + 0x380, IP: orcIP, Entries: orcTab, N: nMod}}
-		for i, format := range []ORCFormat{ORCBefore63, ORC64, ORC64} {
+		for i, format := range []ORCFormat{ORCBefore63, ORC64, ORC71, ORC64} {
 			tabs.Format, tabs.Modules = format, nil
-			if i == 2 {
+			if i == 3 {
 				tabs.Modules = mod
 			}
 			cpu := make([]uint64, 27)

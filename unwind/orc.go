@@ -23,9 +23,13 @@ import (
 //   - 6.4 on: sp_reg:4, bp_reg:4, type:3 (UNDEFINED 0, END_OF_STACK 1,
 //     CALL 2, REGS 3, REGS_PARTIAL 4), signal:1.
 //
-// The ORC_REG_* numbers (UNDEFINED 0, PREV_SP 1, DX 2, DI 3, BP 4, SP 5,
-// R10 6, R13 7, BP_INDIRECT 8, SP_INDIRECT 9) have not been renumbered;
-// 7.1 adds AX 10 (a CFA in rax, for Clang's DRAP sequence).
+// The base registers (ORC_REG_*) were numbered UNDEFINED 0, PREV_SP 1,
+// DX 2, DI 3, BP 4, SP 5, R10 6, R13 7, BP_INDIRECT 8, SP_INDIRECT 9 up to
+// 7.0; 7.1 renumbered them and added AX (a CFA in rax, for Clang's DRAP
+// sequence): UNDEFINED 0, AX 1, DX 2, SP 3, BP 4, DI 5, R10 6, R13 7,
+// PREV_SP 8, SP_INDIRECT 9, BP_INDIRECT 10 (Debian's 7.1.5, 7.1.8, 7.2.13
+// and 7.3.4 headers; 7.0.4 and 7.0.12 still have the old numbers). The
+// entry layout did not change.
 //
 // Each module has tables of the same layout, reached through struct
 // module's arch member (struct mod_arch_specific: num_orcs, orc_unwind_ip,
@@ -45,12 +49,15 @@ type ORCFormat int
 const (
 	ORCBefore63 ORCFormat = iota // 4.14 to 6.2
 	ORC63                        // 6.3: signal bit added
-	ORC64                        // 6.4 and later: 3-bit type, no end bit
+	ORC64                        // 6.4 to 7.0: 3-bit type, no end bit
+	ORC71                        // 7.1 and later: 6.4's entry, base registers renumbered
 )
 
 // ORCFormatFor returns the layout of kernel major.minor.
 func ORCFormatFor(major, minor int) ORCFormat {
 	switch {
+	case major > 7 || major == 7 && minor >= 1:
+		return ORC71
 	case major > 6 || major == 6 && minor >= 4:
 		return ORC64
 	case major == 6 && minor == 3:
@@ -97,16 +104,20 @@ type ORCModule struct {
 }
 
 // orcHashes maps the .orc_header hashes this package decodes to their
-// format. fe5d32bf… is the SHA-1 of orc_types.h as of 6.4 (3-bit type,
-// signal bit, ORC_REG_UNDEFINED 0 … ORC_REG_SP_INDIRECT 9, ORC_REG_MAX
-// 15), computed from that header and matching a Debian 6.12 dump's
-// __start_orc_header. edfa4d15… is the same header plus
-// "#define ORC_REG_AX 10" (upstream 96f3b16a9de5, "objtool: Support Clang
-// RAX DRAP sequence", in the 7.1 cycle per its 7.0/6.12 stable-autosel
-// posting of 20 April 2026):
-// existing numbers unchanged, a new CFA base register, pt_regs->ax. That
-// hash is computed from the patch's diff; no corpus dump carries it yet.
+// format. Each is the SHA-1 of the ORC_REG_* and ORC_TYPE_* lines and
+// struct orc_entry of orc_types.h (scripts/orc_hash.sh), checked against
+// Debian's headers packages:
+//   - fe5d32bf…: 6.4 to 7.0 (3-bit type, signal bit, UNDEFINED 0 …
+//     SP_INDIRECT 9; Debian 6.12.117, 7.0.4, 7.0.12), in the deb13-6.12
+//     dumps' __start_orc_header;
+//   - 137c36ad…: 7.1 on, registers renumbered (Debian 7.1.5, 7.1.8,
+//     7.2.13, 7.3.4), in the deb14-7.2-amd64 dumps';
+//   - edfa4d15…: 6.4's header plus "#define ORC_REG_AX 10", as upstream
+//     96f3b16a9de5 ("objtool: Support Clang RAX DRAP sequence") first
+//     proposed it, computed from that patch: no Debian kernel has it, but a
+//     hash names one header exactly, so a kernel that does decodes right.
 var orcHashes = map[[20]byte]ORCFormat{
+	{0x13, 0x7c, 0x36, 0xad, 0x76, 0x27, 0xc4, 0xdd, 0x55, 0x93, 0x21, 0x76, 0xbb, 0x0e, 0xcd, 0xbd, 0x50, 0x41, 0xfc, 0x82}: ORC71,
 	{0xed, 0xfa, 0x4d, 0x15, 0x55, 0x2f, 0xdd, 0x2e, 0x1d, 0x56, 0x67, 0x97, 0x28, 0x41, 0x63, 0x79, 0xf2, 0xfe, 0x45, 0x34}: ORC64,
 	{0xfe, 0x5d, 0x32, 0xbf, 0x58, 0x1b, 0xd6, 0x3b, 0x2c, 0xa9, 0xa5, 0xc6, 0x5b, 0xa5, 0xa6, 0x25, 0xea, 0xb3, 0xfe, 0x24}: ORC64,
 }
@@ -127,7 +138,7 @@ func ORCFormatForHeader(h []byte) (ORCFormat, error) {
 	if f, ok := orcHashes[[20]byte(h)]; ok {
 		return f, nil
 	}
-	return 0, fmt.Errorf("%w: .orc_header hash %x is not one this unwinder decodes (it knows 6.4's fe5d32bf… and 7.1's edfa4d15…)", ErrORCFormat, h)
+	return 0, fmt.Errorf("%w: .orc_header hash %x is not one this unwinder decodes (it knows 6.4's fe5d32bf…, 7.1's 137c36ad… and edfa4d15…)", ErrORCFormat, h)
 }
 
 // MaxModuleORCs bounds a module's num_orcs by its text: an entry starts
@@ -139,24 +150,48 @@ func MaxModuleORCs(textSize uint64) uint64 { return min(textSize+256, maxORCEntr
 // entries; 2^24 leaves room for any real kernel.
 const maxORCEntries = 1 << 24
 
+// orcBase is a base register of an ORC entry, whatever number the
+// kernel's ORC_REG_* gives it.
+type orcBase int
+
 const (
-	orcRegUndefined  = 0
-	orcRegPrevSP     = 1
-	orcRegDX         = 2
-	orcRegDI         = 3
-	orcRegBP         = 4
-	orcRegSP         = 5
-	orcRegR10        = 6
-	orcRegR13        = 7
-	orcRegBPIndirect = 8
-	orcRegSPIndirect = 9
-	orcRegAX         = 10 // 7.1 (and stable backports); never emitted before
+	orcRegUndefined orcBase = iota
+	orcRegPrevSP
+	orcRegDX
+	orcRegDI
+	orcRegBP
+	orcRegSP
+	orcRegR10
+	orcRegR13
+	orcRegBPIndirect
+	orcRegSPIndirect
+	orcRegAX
+	orcRegUnknown // a number the kernel does not define
+)
+
+// orcBaseNames are the names ORCEntry gives the base registers (objtool's
+// orc dump's).
+var orcBaseNames = [...]string{
+	orcRegUndefined: "undefined", orcRegPrevSP: "prevsp", orcRegDX: "dx", orcRegDI: "di",
+	orcRegBP: "bp", orcRegSP: "sp", orcRegR10: "r10", orcRegR13: "r13",
+	orcRegBPIndirect: "bp(ind)", orcRegSPIndirect: "sp(ind)", orcRegAX: "ax", orcRegUnknown: "?",
+}
+
+// orcRegsBefore71 and orcRegs71 map a kernel's ORC_REG_* numbers to base
+// registers: up to 7.0 (10 is the AX of the edfa4d15… header, never
+// emitted by the others), and from 7.1.
+var (
+	orcRegsBefore71 = [16]orcBase{orcRegUndefined, orcRegPrevSP, orcRegDX, orcRegDI, orcRegBP, orcRegSP, orcRegR10, orcRegR13,
+		orcRegBPIndirect, orcRegSPIndirect, orcRegAX, orcRegUnknown, orcRegUnknown, orcRegUnknown, orcRegUnknown, orcRegUnknown}
+	orcRegs71 = [16]orcBase{orcRegUndefined, orcRegAX, orcRegDX, orcRegSP, orcRegBP, orcRegDI, orcRegR10, orcRegR13,
+		orcRegPrevSP, orcRegSPIndirect, orcRegBPIndirect, orcRegUnknown, orcRegUnknown, orcRegUnknown, orcRegUnknown, orcRegUnknown}
 )
 
 type orcEntry struct {
 	spOff, bpOff   int16
-	spReg, bpReg   int
-	kind           int // normalized: kindCall, kindRegs, kindIret, kindEnd, kindUndefined
+	spRaw, bpRaw   int     // the kernel's ORC_REG_* numbers
+	spReg, bpReg   orcBase // what they name
+	kind           int     // normalized: kindCall, kindRegs, kindIret, kindEnd, kindUndefined
 	signal, endBit bool
 }
 
@@ -291,11 +326,16 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 	e := orcEntry{
 		spOff: int16(binary.LittleEndian.Uint16(b[0:])),
 		bpOff: int16(binary.LittleEndian.Uint16(b[2:])),
-		spReg: int(bits & 15),
-		bpReg: int(bits >> 4 & 15),
+		spRaw: int(bits & 15),
+		bpRaw: int(bits >> 4 & 15),
 	}
+	regs := &orcRegsBefore71
+	if w.format == ORC71 {
+		regs = &orcRegs71
+	}
+	e.spReg, e.bpReg = regs[e.spRaw], regs[e.bpRaw]
 	switch w.format {
-	case ORC64:
+	case ORC64, ORC71:
 		e.signal = bits>>11&1 != 0
 		switch bits >> 8 & 7 {
 		case 0:
@@ -397,13 +437,13 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 		case orcRegBPIndirect:
 			cfa, indirect = bp+uint64(int64(e.spOff)), true
 		case orcRegR10, orcRegR13, orcRegDI, orcRegDX, orcRegAX:
-			i := map[int]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX, orcRegAX: regAX}[e.spReg]
+			i := map[orcBase]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX, orcRegAX: regAX}[e.spReg]
 			if !fromReg(i) {
 				return frames, Stop{Err: fmt.Errorf("ORC entry for %#x needs a register not saved in this frame: %w", ip, ErrBadFrame)}
 			}
 			cfa += uint64(int64(e.spOff))
 		default:
-			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: sp_reg %d: %w", ip, e.spReg, ErrBadFrame)}
+			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: sp_reg %d: %w", ip, e.spRaw, ErrBadFrame)}
 		}
 		if indirect {
 			if cfa, err = read(cfa); err != nil {
@@ -460,7 +500,7 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 				return frames, Stop{Err: fmt.Errorf("saved rbp: %w", err)}
 			}
 		default:
-			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: bp_reg %d: %w", ip, e.bpReg, ErrBadFrame)}
+			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: bp_reg %d: %w", ip, e.bpRaw, ErrBadFrame)}
 		}
 		if ip < opt.KernelStart {
 			return frames, Stop{Err: fmt.Errorf("return address %#x is not in the kernel: %w", ip, ErrBadFrame)}
@@ -483,11 +523,14 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 }
 
 // ORCEntry is a decoded orc_entry: how to find the caller's frame at one
-// code address. SPReg and BPReg are ORC_REG_* numbers (SP 5, BP 4, PREV_SP
-// 1, UNDEFINED 0); Type is "call", "regs", "regs_partial", "end" or
-// "undefined".
+// code address. SPReg and BPReg are the kernel's ORC_REG_* numbers, whose
+// meaning changed in 7.1 (see ORCFormat); SPBase and BPBase name the
+// registers: "sp", "bp", "prevsp", "undefined", "dx", "di", "r10", "r13",
+// "sp(ind)", "bp(ind)", "ax", or "?" for a number the kernel does not
+// define. Type is "call", "regs", "regs_partial", "end" or "undefined".
 type ORCEntry struct {
 	SPReg, BPReg       int
+	SPBase, BPBase     string
 	SPOffset, BPOffset int16
 	Type               string
 	Signal             bool
@@ -514,5 +557,6 @@ func ORCLookup(kmem memory.Reader, t ORCTables, ip uint64) (ORCEntry, error) {
 		return ORCEntry{}, err
 	}
 	kinds := map[int]string{kindCall: "call", kindRegs: "regs", kindIret: "regs_partial", kindEnd: "end", kindUndefined: "undefined"}
-	return ORCEntry{SPReg: e.spReg, BPReg: e.bpReg, SPOffset: e.spOff, BPOffset: e.bpOff, Type: kinds[e.kind], Signal: e.signal}, nil
+	return ORCEntry{SPReg: e.spRaw, BPReg: e.bpRaw, SPBase: orcBaseNames[e.spReg], BPBase: orcBaseNames[e.bpReg],
+		SPOffset: e.spOff, BPOffset: e.bpOff, Type: kinds[e.kind], Signal: e.signal}, nil
 }

@@ -23,10 +23,24 @@ const (
 
 type orcFn struct {
 	addr         uint64
-	spReg, bpReg int
+	spReg, bpReg orcBase
 	spOff, bpOff int16
 	kind         int // kindCall, kindRegs, kindIret, kindEnd, kindUndefined
 	signal       bool
+}
+
+// rawReg is the number format f gives base register r.
+func rawReg(f ORCFormat, r orcBase) uint16 {
+	regs := orcRegsBefore71
+	if f == ORC71 {
+		regs = orcRegs71
+	}
+	for i, b := range regs {
+		if b == r {
+			return uint16(i)
+		}
+	}
+	panic(fmt.Sprintf("no number for base register %d in format %d", r, f))
 }
 
 // orcWorld writes ORC tables for fns (sorted by address) in format f.
@@ -34,9 +48,9 @@ func orcWorld(m *testutil.SparseMemory, fns []orcFn, f ORCFormat) ORCTables {
 	for i, fn := range fns {
 		slot := orcIP + 4*uint64(i)
 		m.PutU32(slot, uint32(int32(int64(fn.addr-slot))))
-		bits := uint16(fn.spReg) | uint16(fn.bpReg)<<4
+		bits := rawReg(f, fn.spReg) | rawReg(f, fn.bpReg)<<4
 		switch f {
-		case ORC64:
+		case ORC64, ORC71:
 			t := map[int]uint16{kindUndefined: 0, kindEnd: 1, kindCall: 2, kindRegs: 3, kindIret: 4}[fn.kind]
 			bits |= t << 8
 			if fn.signal {
@@ -44,7 +58,7 @@ func orcWorld(m *testutil.SparseMemory, fns []orcFn, f ORCFormat) ORCTables {
 			}
 		default:
 			if fn.kind == kindEnd {
-				bits = uint16(fn.bpReg)<<4 | 1<<10 // sp_reg undefined, end
+				bits = rawReg(f, fn.bpReg)<<4 | 1<<10 // sp_reg undefined, end
 			} else {
 				bits |= uint16(fn.kind) << 8
 			}
@@ -59,7 +73,7 @@ func orcWorld(m *testutil.SparseMemory, fns []orcFn, f ORCFormat) ORCTables {
 }
 
 func TestORC(t *testing.T) {
-	for _, f := range []ORCFormat{ORCBefore63, ORC64} {
+	for _, f := range []ORCFormat{ORCBefore63, ORC64, ORC71} {
 		m := testutil.NewSparseMemory()
 		fns := []orcFn{
 			{addr: kText + 0x000, kind: kindRegs, spReg: orcRegSP, spOff: 0, bpReg: orcRegUndefined}, // entry_SYSCALL_64: pt_regs at sp
@@ -142,6 +156,8 @@ func TestORCFormatFor(t *testing.T) {
 	assert.Equal(t, ORC64, ORCFormatFor(6, 4))
 	assert.Equal(t, ORC64, ORCFormatFor(6, 12))
 	assert.Equal(t, ORC64, ORCFormatFor(7, 0))
+	assert.Equal(t, ORC71, ORCFormatFor(7, 1))
+	assert.Equal(t, ORC71, ORCFormatFor(8, 0))
 
 }
 
@@ -154,7 +170,7 @@ func orcModWorld(m *testutil.SparseMemory, name string, start, end, ip, tab uint
 		var b [6]byte
 		binary.LittleEndian.PutUint16(b[0:], uint16(fn.spOff))
 		binary.LittleEndian.PutUint16(b[2:], uint16(fn.bpOff))
-		binary.LittleEndian.PutUint16(b[4:], uint16(fn.spReg)|uint16(fn.bpReg)<<4|t<<8)
+		binary.LittleEndian.PutUint16(b[4:], rawReg(ORC64, fn.spReg)|rawReg(ORC64, fn.bpReg)<<4|t<<8)
 		m.Write(tab+6*uint64(i), b[:])
 	}
 	return ORCModule{Name: name, Start: start, End: end, IP: ip, Entries: tab, N: uint64(len(fns))}
@@ -251,21 +267,70 @@ func TestORCHeader(t *testing.T) {
 	assert.Equal(t, ORC64, f)
 }
 
-// TestORCRegAX: 7.1's ORC_REG_AX (10) takes the CFA from rax, known in
-// the first frame's registers, and its .orc_header hash is accepted.
+// TestORCRegAX: ORC_REG_AX takes the CFA from rax, known in the first
+// frame's registers, under both headers that define it: 7.1's, where it is
+// 1, and the edfa4d15… one, where it is 10.
 func TestORCRegAX(t *testing.T) {
+	for _, c := range []struct {
+		format ORCFormat
+		header string
+	}{
+		{ORC71, "137c36ad7627c4dd55932176bb0ecdbd5041fc82"},
+		{ORC64, "edfa4d15552fdd2e1d56679728416379f2fe4534"},
+	} {
+		m := testutil.NewSparseMemory()
+		tabs := orcWorld(m, []orcFn{
+			{addr: kText, kind: kindEnd},
+			{addr: kText + 0x100, kind: kindCall, spReg: orcRegAX, spOff: 16}, // a DRAP sequence through rax
+			{addr: kText + 0x200, kind: kindUndefined},
+		}, c.format)
+		// The release says nothing of it: the header names the format.
+		tabs.Format = ORCBefore63
+		tabs.Header, _ = hex.DecodeString(c.header)
+		cpu := make([]uint64, 27)
+		rax := uint64(kStack + 0x1000)
+		m.PutU64(rax+8, kText+0x20) // the return address at CFA-8
+		cpu[regIP], cpu[regSP], cpu[regAX] = kText+0x110, kStack+0x800, rax
+		fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
+		assert.True(t, stop.Final, "%s: %s", c.header, stop)
+		assert.Equal(t, []uint64{kText + 0x110, kText + 0x20}, pcs(fr), c.header)
+		e, err := ORCLookup(m, tabs, kText+0x110)
+		assert.NoError(t, err)
+		assert.Equal(t, "ax", e.SPBase, c.header)
+		assert.Equal(t, int(rawReg(c.format, orcRegAX)), e.SPReg, c.header)
+	}
+}
+
+// TestORCRenumbered: 7.1's numbers are not 6.4's. The same entry bits (sp_reg
+// 3, bp_reg 8) are "CFA = sp + off, rbp saved at CFA + bp_off" under the
+// 7.1 header and "CFA = rdi + off, rbp indirect" under the 6.4 one.
+func TestORCRenumbered(t *testing.T) {
 	m := testutil.NewSparseMemory()
 	tabs := orcWorld(m, []orcFn{
 		{addr: kText, kind: kindEnd},
-		{addr: kText + 0x100, kind: kindCall, spReg: orcRegAX, spOff: 16}, // a DRAP sequence through rax
+		{addr: kText + 0x100, kind: kindCall, spReg: orcRegSP, spOff: 16, bpReg: orcRegPrevSP, bpOff: -16},
 		{addr: kText + 0x200, kind: kindUndefined},
-	}, ORC64)
-	tabs.Header, _ = hex.DecodeString("edfa4d15552fdd2e1d56679728416379f2fe4534")
+	}, ORC71)
+	sp := uint64(kStack + 0x800)
+	m.PutU64(sp, kStack+0xf00) // the saved rbp at CFA-16
+	m.PutU64(sp+8, kText+0x20) // the return address at CFA-8
 	cpu := make([]uint64, 27)
-	rax := uint64(kStack + 0x1000)
-	m.PutU64(rax+8, kText+0x20) // the return address at CFA-8
-	cpu[regIP], cpu[regSP], cpu[regAX] = kText+0x110, kStack+0x800, rax
+	cpu[regIP], cpu[regSP] = kText+0x110, sp
+	tabs.Header, _ = hex.DecodeString("137c36ad7627c4dd55932176bb0ecdbd5041fc82")
+	e, err := ORCLookup(m, tabs, kText+0x110)
+	assert.NoError(t, err)
+	assert.Equal(t, ORCEntry{SPReg: 3, BPReg: 8, SPBase: "sp", BPBase: "prevsp", SPOffset: 16, BPOffset: -16, Type: "call"}, e)
 	fr, stop := ORC(m, cpu, tabs, Options{KernelStart: kText})
 	assert.True(t, stop.Final, "%s", stop)
 	assert.Equal(t, []uint64{kText + 0x110, kText + 0x20}, pcs(fr))
+
+	tabs.Header, _ = hex.DecodeString("fe5d32bf581bd63b2ca9a5c65ba5a625eab3fe24")
+	e, err = ORCLookup(m, tabs, kText+0x110)
+	assert.NoError(t, err)
+	assert.Equal(t, "di", e.SPBase)
+	assert.Equal(t, "bp(ind)", e.BPBase)
+	// Read that way the CFA is rdi (0 here) + 16: no return address there.
+	fr, stop = ORC(m, cpu, tabs, Options{KernelStart: kText})
+	assert.ErrorIs(t, stop.Err, memory.ErrNotSaved)
+	assert.Len(t, fr, 1)
 }
