@@ -139,7 +139,7 @@ func FuzzWalk(f *testing.F) {
 // codeFuncs are the functions FuzzHeadsThroughCode's kernel has, each
 // given 32 bytes at codeBase: a fake instruction set where the code is
 // the little-endian addresses it refers to.
-var codeFuncs = []string{"bpf_get_kallsym", "bpf_ksym_add", "ftrace_mod_address_lookup", "ftrace_mod_get_kallsym", "kprobe_get_kallsym", "kprobe_optimizer"}
+var codeFuncs = []string{"bpf_get_kallsym", "bpf_ksym_add", "ftrace_mod_address_lookup", "ftrace_mod_get_kallsym", "kprobe_get_kallsym", "kprobe_optimizer", "kprobe_optimizer_thread", "arch_optimize_kprobes"}
 
 const codeBase = synthBase + fuzzWindow - 256
 

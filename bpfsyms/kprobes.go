@@ -26,7 +26,8 @@ var kprobeCaches = []struct{ symbol, name string }{
 // Without the caches in the symbol table, Options.Code finds them through
 // the code of kprobe_get_kallsym, each the struct whose sym names its
 // pages ("kprobe_insn_page", "kprobe_optinsn_page"); the optimized-probe
-// cache is then looked for where the kernel has kprobe_optimizer. Without
+// cache is then looked for where the kernel has CONFIG_OPTPROBES's code
+// (see hasOptprobes). Without
 // struct layouts for kprobe_insn_cache and kprobe_insn_page they are
 // inferred there: pages follows sym, and each page's cache pointer, after
 // its list and insns, points back at the cache.
@@ -194,9 +195,15 @@ func (ld *loader) kprobeCache(c uint64, name string, kl kprobeLayout) (kprobeLay
 	return kl, corrupt("no pointer to %q after two text pointers in the %d bytes at %#x", name, maxCacheScan, c)
 }
 
+// optprobesText are functions that exist exactly with CONFIG_OPTPROBES:
+// each architecture's arch_optimize_kprobes (x86, arm, powerpc; global,
+// called from kernel/kprobes.c, so never inlined away), and the generic
+// optimizer, kprobe_optimizer up to 7.0 and kprobe_optimizer_thread from
+// 7.1 (Debian 7.2.13 has no kprobe_optimizer).
+var optprobesText = []string{"arch_optimize_kprobes", "kprobe_optimizer", "kprobe_optimizer_thread"}
+
 // hasOptprobes reports whether the kernel has the optimized-probe cache:
-// its symbol, or (without data symbols) the text of kprobe_optimizer,
-// which exists exactly with CONFIG_OPTPROBES.
+// its symbol, or (without data symbols) the text of one of optprobesText.
 func (ld *loader) hasOptprobes(sym string) bool {
 	if _, ok := ld.syms(sym); ok {
 		return true
@@ -207,6 +214,10 @@ func (ld *loader) hasOptprobes(sym string) bool {
 	if _, ok := ld.syms(dataWitness); ok {
 		return false
 	}
-	_, _, ok := ld.code.Func("kprobe_optimizer")
-	return ok
+	for _, f := range optprobesText {
+		if _, _, ok := ld.code.Func(f); ok {
+			return true
+		}
+	}
+	return false
 }
