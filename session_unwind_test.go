@@ -63,7 +63,7 @@ func TestORCModuleTablesCorpus(t *testing.T) {
 					t.Logf("%s [%s]: %v", e.Name, e.Module, err)
 					continue
 				}
-				if o.Type == "call" && o.SPReg == 5 && o.SPOffset == 8 {
+				if o.Type == "call" && o.SPBase == "sp" && o.SPOffset == 8 {
 					atEntry++
 				}
 			}
