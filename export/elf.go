@@ -83,6 +83,7 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 	if sections == nil {
 		sections = DeriveSections(syms)
 	}
+	data := dataRanges(syms)
 	if len(sections) > maxSections {
 		return fmt.Errorf("%w: %d", ErrTooMany, len(sections))
 	}
@@ -134,7 +135,7 @@ func WriteELF(w io.Writer, t Target, syms []symfinder.Symbol, sections []Section
 			}
 		}
 		e := esym{name: addStr(&strtab, s.Name), shndx: shndx, value: s.Addr, size: size}
-		bind, typ := bindType(k, exec)
+		bind, typ := bindType(k, isCode(s, data), exec)
 		e.info = byte(bind)<<4 | byte(typ)
 		if bind == elf.STB_LOCAL {
 			locals = append(locals, e)
@@ -290,9 +291,9 @@ func sectionOf(secs []Section, addr uint64) int {
 }
 
 // bindType maps a kallsyms type letter to an ELF binding and type: upper
-// case global, lower case local, W and V weak; text letters (and weak
+// case global, lower case local, W and V weak; code (see isCode; and weak
 // symbols in code) functions, a and A no type, the rest objects.
-func bindType(k byte, exec bool) (elf.SymBind, elf.SymType) {
+func bindType(k byte, code, exec bool) (elf.SymBind, elf.SymType) {
 	bind := elf.STB_LOCAL
 	switch {
 	case k == 'W' || k == 'V':
@@ -302,7 +303,10 @@ func bindType(k byte, exec bool) (elf.SymBind, elf.SymType) {
 	}
 	switch k {
 	case 't', 'T':
-		return bind, elf.STT_FUNC
+		if code {
+			return bind, elf.STT_FUNC
+		}
+		return bind, elf.STT_OBJECT
 	case 'w', 'W':
 		if exec {
 			return bind, elf.STT_FUNC
@@ -322,13 +326,51 @@ const maxExtent = 1 << 32
 // isText reports whether a type letter is a code symbol's.
 func isText(k byte) bool { return k == 't' || k == 'T' }
 
+// dataRanges returns the core kernel's read-only and initialized data,
+// [__start_rodata, __end_rodata] and [_sdata, _edata] (ends included: the
+// end markers are data's), those whose two symbols syms has.
+func dataRanges(syms []symfinder.Symbol) [][2]uint64 {
+	want := map[string]uint64{"__start_rodata": 0, "__end_rodata": 0, "_sdata": 0, "_edata": 0}
+	have := map[string]bool{}
+	for _, s := range syms {
+		if _, ok := want[s.Name]; ok && s.Module == "" && !have[s.Name] {
+			want[s.Name], have[s.Name] = s.Addr, true
+		}
+	}
+	var out [][2]uint64
+	for _, r := range [][2]string{{"__start_rodata", "__end_rodata"}, {"_sdata", "_edata"}} {
+		if have[r[0]] && have[r[1]] && want[r[0]] <= want[r[1]] {
+			out = append(out, [2]uint64{want[r[0]], want[r[1]]})
+		}
+	}
+	return out
+}
+
+// isCode reports whether s is code: a text letter, outside the core
+// kernel's data (dataRanges). Linux 7.x prints many .data symbols with
+// text letters (Debian 7.2.13: jiffies, init_task, _sdata and _edata; its
+// .data is an executable section to nm, for the kexec code it copies
+// elsewhere before running it), and rodata's end markers too.
+func isCode(s symfinder.Symbol, data [][2]uint64) bool {
+	if !isText(byte(s.Kind)) {
+		return false
+	}
+	for _, r := range data {
+		if s.Module == "" && s.Addr >= r[0] && s.Addr <= r[1] {
+			return false
+		}
+	}
+	return true
+}
+
 // DeriveSections groups syms (in any order) into sections by address: a
-// section per run of code (t, T) or non-code symbols, in address order,
+// section per run of code (t, T, see isCode) or non-code symbols, in address order,
 // each from its first symbol up to the next run's first symbol (the last
 // up to its furthest symbol end). Weak symbols (w, W, v, V) join the run
 // they fall in; absolute ones (a, A) are in no section. The names are
 // .text, .data, then .text.1, .data.1, ... in address order.
 func DeriveSections(syms []symfinder.Symbol) []Section {
+	data := dataRanges(syms)
 	type pt struct {
 		addr, end uint64
 		text      bool
@@ -347,7 +389,7 @@ func DeriveSections(syms []symfinder.Symbol) []Section {
 		if end < s.Addr {
 			end = ^uint64(0)
 		}
-		pts = append(pts, pt{s.Addr, end, isText(k), k == 'w' || k == 'W' || k == 'v' || k == 'V'})
+		pts = append(pts, pt{s.Addr, end, isCode(s, data), k == 'w' || k == 'W' || k == 'v' || k == 'V'})
 	}
 	slices.SortStableFunc(pts, func(a, b pt) int { return cmp.Compare(a.addr, b.addr) })
 	type run struct {

@@ -44,6 +44,50 @@ func TestDeriveSections(t *testing.T) {
 	assert.Nil(t, DeriveSections(nil))
 }
 
+// TestTextLettersInData: 7.x letters .data symbols t and T (Debian 7.2.13's
+// jiffies, init_task, _sdata, _edata) and rodata's end too; in
+// [__start_rodata, __end_rodata] and [_sdata, _edata] they are objects in
+// data sections, a module's t stays a function, and without both ends of
+// a range the letter decides.
+func TestTextLettersInData(t *testing.T) {
+	syms := []symfinder.Symbol{
+		sym("_stext", 0xffffffff81000000, 0x10, 'T'),
+		sym("_etext", 0xffffffff81000010, 0, 'T'),
+		sym("__start_rodata", 0xffffffff81800000, 0, 'D'),
+		sym("__end_rodata", 0xffffffff81900000, 0, 'T'),
+		sym("_sdata", 0xffffffff82000000, 0, 'T'),
+		sym("jiffies", 0xffffffff82000040, 8, 'T'),
+		sym("init_task", 0xffffffff82001000, 0x1000, 'T'),
+		sym("_edata", 0xffffffff82002000, 0, 'T'),
+		sym("_sinittext", 0xffffffff83000000, 0x100, 'T'),
+	}
+	assert.Equal(t, []Section{
+		{Name: ".text", Base: 0xffffffff81000000, Size: 0x800000, Exec: true},
+		{Name: ".data", Base: 0xffffffff81800000, Size: 0x1800000},
+		{Name: ".text.1", Base: 0xffffffff83000000, Size: 0x100, Exec: true},
+	}, DeriveSections(syms))
+	var b bytes.Buffer
+	require.NoError(t, WriteELF(&b, Target{memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}, elf.EM_X86_64}, syms, nil))
+	f, err := elf.NewFile(bytes.NewReader(b.Bytes()))
+	require.NoError(t, err)
+	got, err := f.Symbols()
+	require.NoError(t, err)
+	types := map[string]elf.SymType{}
+	for _, s := range got {
+		types[s.Name] = elf.ST_TYPE(s.Info)
+	}
+	assert.Equal(t, map[string]elf.SymType{
+		"_stext": elf.STT_FUNC, "_etext": elf.STT_FUNC, "__start_rodata": elf.STT_OBJECT, "__end_rodata": elf.STT_OBJECT,
+		"_sdata": elf.STT_OBJECT, "jiffies": elf.STT_OBJECT, "init_task": elf.STT_OBJECT, "_edata": elf.STT_OBJECT,
+		"_sinittext": elf.STT_FUNC,
+	}, types)
+
+	mod := sym("xfs_fn", 0xffffffff82000080, 0x10, 't')
+	mod.Module = "xfs"
+	assert.True(t, isCode(mod, dataRanges(syms)))
+	assert.True(t, isCode(syms[5], dataRanges(syms[4:6])), "no _edata: the letter decides")
+}
+
 func TestWriteELF(t *testing.T) {
 	for _, tc := range []struct {
 		name string

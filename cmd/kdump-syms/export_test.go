@@ -30,7 +30,11 @@ func TestExportUsage(t *testing.T) {
 // elfBindType is what a kallsyms letter becomes in the files: upper case
 // global (W and V weak), lower case local; t and T functions, W functions
 // in code, a and A no type, the rest objects.
-func elfBindType(k byte, inCode bool) (elf.SymBind, elf.SymType) {
+//
+// inData says the symbol lies in the core kernel's [__start_rodata,
+// __end_rodata] or [_sdata, _edata]: a text letter there is data (7.x
+// letters .data symbols t and T).
+func elfBindType(k byte, inCode, inData bool) (elf.SymBind, elf.SymType) {
 	bind := elf.STB_LOCAL
 	switch {
 	case k == 'W' || k == 'V':
@@ -40,7 +44,7 @@ func elfBindType(k byte, inCode bool) (elf.SymBind, elf.SymType) {
 	}
 	typ := elf.STT_OBJECT
 	switch {
-	case k == 't' || k == 'T' || ((k == 'w' || k == 'W') && inCode):
+	case (k == 't' || k == 'T') && !inData || ((k == 'w' || k == 'W') && inCode):
 		typ = elf.STT_FUNC
 	case k == 'a' || k == 'A':
 		typ = elf.STT_NOTYPE
@@ -55,13 +59,14 @@ func elfBindType(k byte, inCode bool) (elf.SymBind, elf.SymType) {
 // the address (or absolute for a and A), with a size; and which gdb reads.
 //
 // What the files depend on is their class: run on x86_64 (ELF64) and
-// i386 (ELF32); arm64 (its $x and $d mapping symbols) and the rest with
+// i386 (ELF32), and on 7.2 amd64, whose .data symbols have text letters;
+// arm64 (its $x and $d mapping symbols) and the rest with
 // testutil.Thorough.
 func TestExportCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exports a whole kernel and runs gdb and nm on it: not with -short")
 	}
-	for _, g := range testutil.Sample(t, "deb11-5.10-i386", "deb13-6.12-amd64") {
+	for _, g := range testutil.Sample(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb14-7.2-amd64") {
 		t.Run(g.Name, func(t *testing.T) {
 			t.Parallel()
 			dump := g.RequireDump(t, testutil.DumpQEMUELF)[0]
@@ -69,6 +74,20 @@ func TestExportCorpus(t *testing.T) {
 			code, stdout, stderr := runCLI("export", "--format", "elf", "-o", dir, dump)
 			require.Equal(t, exitOK, code, stderr)
 			truth := g.Kallsyms(t)
+			bounds := map[string]uint64{}
+			for _, e := range truth {
+				switch e.Name {
+				case "__start_rodata", "__end_rodata", "_sdata", "_edata":
+					if _, dup := bounds[e.Name]; !dup && e.Kind == testutil.SymVmlinux {
+						bounds[e.Name] = e.Addr
+					}
+				}
+			}
+			in := func(a uint64, lo, hi string) bool {
+				l, ok1 := bounds[lo]
+				h, ok2 := bounds[hi]
+				return ok1 && ok2 && a >= l && a <= h
+			}
 			byFile := map[string][]testutil.KallsymsEntry{}
 			for _, e := range truth {
 				switch e.Kind {
@@ -123,7 +142,8 @@ func TestExportCorpus(t *testing.T) {
 						t.Errorf("%s: %s (%c) absolute", file, e.Name, e.Type)
 						bad++
 					}
-					wb, wt := elfBindType(e.Type, inCode)
+					inData := e.Kind == testutil.SymVmlinux && (in(e.Addr, "__start_rodata", "__end_rodata") || in(e.Addr, "_sdata", "_edata"))
+					wb, wt := elfBindType(e.Type, inCode, inData)
 					if elf.ST_BIND(s.Info) != wb || elf.ST_TYPE(s.Info) != wt {
 						t.Errorf("%s: %s (%c): %v %v, want %v %v", file, e.Name, e.Type, elf.ST_BIND(s.Info), elf.ST_TYPE(s.Info), wb, wt)
 						bad++
@@ -236,7 +256,7 @@ func checkNM(t *testing.T, file string, want []testutil.KallsymsEntry) {
 	upper := map[string]int{} // "addr name" → upper-case letters expected, less those seen
 	for _, e := range want {
 		k := fmt.Sprintf("%0*x %s", len(strings.Fields(lines[0])[0]), e.Addr, e.Name)
-		if bind, _ := elfBindType(e.Type, false); bind != elf.STB_LOCAL { // '?' is local
+		if bind, _ := elfBindType(e.Type, false, false); bind != elf.STB_LOCAL { // '?' is local
 			upper[k]++
 		} else {
 			upper[k] += 1 << 16
