@@ -302,21 +302,21 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 	}
 	switch x.gen {
 	case genMem:
-		off, stride, tree, err := x.findMem()
+		off, stride, sizeOff, tree, err := x.findMem()
 		if err != nil {
 			return nil, err
 		}
 		mod = append(mod, Field{Name: "mem", Offset: off, Size: modMemTypes * stride, Kind: KindArray, TypeName: "module_memory", Count: modMemTypes, ElemSize: stride})
 		in.structs["module_memory"] = NewStruct("module_memory", stride,
 			Field{Name: "base", Offset: 0, Size: p, Kind: KindPointer},
-			Field{Name: "size", Offset: p, Size: 4, Kind: KindInt})
+			Field{Name: "size", Offset: sizeOff, Size: 4, Kind: KindInt})
 		how := "no mod_tree_node"
 		if tree {
 			how = "each region's mod_tree_node pointing back at the struct"
 		} else if this == 0 {
 			return nil, inferErr("no __this_module symbol and no mod_tree_node confirm where struct module starts")
 		}
-		ev("module.mem = %d (%d × %d bytes): every named symbol in a region, text symbols in MOD_TEXT, the struct in MOD_DATA, %s", off, modMemTypes, stride, how)
+		ev("module.mem = %d (%d × %d bytes, size at %d): every named symbol in a region, text symbols in MOD_TEXT, the struct in MOD_DATA, %s", off, modMemTypes, stride, sizeOff, how)
 	case genLayout:
 		core, init, size, tree, err := x.findLayout()
 		if err != nil {
@@ -353,15 +353,15 @@ func Infer(kmem memory.Reader, cfg InferConfig) (*Inferred, error) {
 		ev("module.module_init = %d, .module_core = %d, sizes after them: every named symbol in core, text symbols in its text, the struct in core; init empty in every live module", off, off+p)
 	}
 
-	syms, found, err := x.findSyms()
+	syms, numSyms, found, err := x.findSyms()
 	if err != nil {
 		return nil, err
 	}
 	if found {
 		mod = append(mod,
 			Field{Name: "syms", Offset: syms, Size: p, Kind: KindPointer, TypeName: "kernel_symbol"},
-			Field{Name: "num_syms", Offset: syms + 2*p, Size: 4, Kind: KindInt})
-		ev("module.syms = %d, .num_syms = %d: export entries name symbols of the module's own symtab at their st_value", syms, syms+2*p)
+			Field{Name: "num_syms", Offset: numSyms, Size: 4, Kind: KindInt})
+		ev("module.syms = %d, .num_syms = %d: export entries name symbols of the module's own symtab at their st_value", syms, numSyms)
 	} else {
 		ev("module.syms, .num_syms: not inferred (no module of the evidence exports a symbol, so no type letter depends on them)")
 	}
@@ -772,49 +772,60 @@ func symbolsFit(m *evMod, text []region, all []region) bool {
 }
 
 // findMem finds module.mem (v6.4+): offset and stride of struct
-// module_memory { void *base; unsigned int size; [bool is_rox;] [struct
-// mod_tree_node mtn;] }: 2 or 3 words, 9 or 10 with mtn.
-func (x *infer) findMem() (off, stride uint64, tree bool, err error) {
+// module_memory and where its size is: { void *base; unsigned int size;
+// [struct mod_tree_node mtn;] } up to 6.13, { void *base; bool is_rox;
+// unsigned int size; [mtn] } since (Debian 7.0.4 to 7.3.4 headers): 2 or 3
+// words, 9 or 10 with mtn, which follows size at a word boundary. With
+// is_rox before size, its byte must be 0 or 1 and the padding after it 0.
+func (x *infer) findMem() (off, stride, sizeOff uint64, tree bool, err error) {
 	p := x.p
 	type cand struct {
-		off, stride uint64
-		tree        bool
+		off, stride, size uint64
+		tree              bool
 	}
 	var found []cand
-	for _, st := range []uint64{2 * p, 3 * p, 9 * p, 10 * p} {
-		for o := 3*p + 64 - p; o+modMemTypes*st <= inferWindow; o += p {
-			ok, treeOK := true, st >= 9*p
-			for _, m := range x.mods {
-				if o+modMemTypes*st > uint64(len(m.raw)) {
-					ok = false
-					break
-				}
-				var rs [modMemTypes]region
-				for i := range rs {
-					e := o + uint64(i)*st
-					rs[i] = region{x.word(m.raw, e), x.u32(m.raw, e+p)}
-					if (rs[i].base == 0) != (rs[i].size == 0) {
+	for _, so := range []uint64{p, p + 4} {
+		mtn := (so + 4 + p - 1) &^ (p - 1)
+		for _, st := range []uint64{2 * p, 3 * p, 9 * p, 10 * p} {
+			if st < so+4 {
+				continue
+			}
+			for o := 3*p + 64 - p; o+modMemTypes*st <= inferWindow; o += p {
+				ok, treeOK := true, st >= 9*p
+				for _, m := range x.mods {
+					if o+modMemTypes*st > uint64(len(m.raw)) {
 						ok = false
+						break
 					}
-					if treeOK && rs[i].size > 0 && x.word(m.raw, e+2*p) != m.base {
-						treeOK = false
+					var rs [modMemTypes]region
+					for i := range rs {
+						e := o + uint64(i)*st
+						rs[i] = region{x.word(m.raw, e), x.u32(m.raw, e+so)}
+						if (rs[i].base == 0) != (rs[i].size == 0) {
+							ok = false
+						}
+						if so > p && (m.raw[e+p] > 1 || m.raw[e+p+1]|m.raw[e+p+2]|m.raw[e+p+3] != 0) {
+							ok = false // not a bool and its padding
+						}
+						if treeOK && rs[i].size > 0 && x.word(m.raw, e+mtn) != m.base {
+							treeOK = false
+						}
+					}
+					// MOD_TEXT holds code, MOD_DATA the struct itself.
+					if !ok || rs[0].size == 0 || !rs[1].has(m.base) {
+						ok = false
+						break
+					}
+					text := []region{rs[0], rs[4]}
+					if !symbolsFit(m, text, rs[:]) {
+						ok = false
+						break
 					}
 				}
-				// MOD_TEXT holds code, MOD_DATA the struct itself.
-				if !ok || rs[0].size == 0 || !rs[1].has(m.base) {
-					ok = false
-					break
-				}
-				text := []region{rs[0], rs[4]}
-				if !symbolsFit(m, text, rs[:]) {
-					ok = false
-					break
+				if ok && (st < 9*p || treeOK) {
+					found = append(found, cand{o, st, so, treeOK})
 				}
 			}
-			if ok && (st < 9*p || treeOK) {
-				found = append(found, cand{o, st, treeOK})
-			}
-
 		}
 	}
 	// A stride with the tree node that is confirmed by the back pointers
@@ -822,18 +833,18 @@ func (x *infer) findMem() (off, stride uint64, tree bool, err error) {
 	// not confirmed too: both confirmed is an ambiguity.
 	switch len(found) {
 	case 0:
-		return 0, 0, false, fmt.Errorf("btflayout: inferring layouts: no offset and stride of module.mem fit all of %d modules: %w", len(x.mods), ErrNotFound)
+		return 0, 0, 0, false, fmt.Errorf("btflayout: inferring layouts: no offset and stride of module.mem fit all of %d modules: %w", len(x.mods), ErrNotFound)
 	case 1:
 		c := found[0]
 		for _, m := range x.mods {
 			for i := uint64(0); i < modMemTypes; i++ {
 				e := c.off + i*c.stride
-				m.regions = append(m.regions, region{x.word(m.raw, e), x.u32(m.raw, e+p)})
+				m.regions = append(m.regions, region{x.word(m.raw, e), x.u32(m.raw, e+c.size)})
 			}
 		}
-		return c.off, c.stride, c.tree, nil
+		return c.off, c.stride, c.size, c.tree, nil
 	}
-	return 0, 0, false, inferErrAt(Ambiguous, 0, "module.mem is ambiguous: %d candidates (first %+v, %+v)", len(found), found[0], found[1])
+	return 0, 0, 0, false, inferErrAt(Ambiguous, 0, "module.mem is ambiguous: %d candidates (first %+v, %+v)", len(found), found[0], found[1])
 }
 
 // findLayout finds module.core_layout and init_layout (v4.5–v6.3):
@@ -902,30 +913,39 @@ func (x *infer) findLayout() (core, init, size uint64, tree bool, err error) {
 }
 
 // findSyms finds module.syms and num_syms (const struct kernel_symbol
-// *syms; const s32 *crcs; unsigned int num_syms;) from the modules that
-// export something. found is false when none of the evidence does.
-func (x *infer) findSyms() (off uint64, found bool, err error) {
+// *syms; const s32 *crcs; [const u8 *flagstab (7.1+);] unsigned int
+// num_syms;) from the modules that export something: off and numOff are
+// their offsets. found is false when none of the evidence does. With
+// flagstab, an exporting module's must point into its memory.
+func (x *infer) findSyms() (off, numOff uint64, found bool, err error) {
 	p := x.p
-	var offs []uint64
-	for o := 3*p + 64 - p; o+3*p <= inferWindow; o += p {
-		confirmed, matched, ok := 0, 0, true
-		for _, m := range x.mods {
-			if o+3*p > uint64(len(m.raw)) {
-				ok = false
-				break
+	type cand struct{ off, num uint64 }
+	var offs []cand
+	for _, nf := range []uint64{2 * p, 3 * p} {
+		for o := 3*p + 64 - p; o+nf+p <= inferWindow; o += p {
+			confirmed, matched, ok := 0, 0, true
+			for _, m := range x.mods {
+				if o+nf+p > uint64(len(m.raw)) {
+					ok = false
+					break
+				}
+				syms, num := x.word(m.raw, o), x.u32(m.raw, o+nf)
+				if num == 0 {
+					continue
+				}
+				if nf == 3*p && !inAny(m.regions, x.word(m.raw, o+2*p)) {
+					ok = false // no flagstab in the module
+					break
+				}
+				if num > inferMaxExports || syms == 0 || !x.exportsFit(m, syms, num, &matched) {
+					ok = false
+					break
+				}
+				confirmed++
 			}
-			syms, num := x.word(m.raw, o), x.u32(m.raw, o+2*p)
-			if num == 0 {
-				continue
+			if ok && confirmed > 0 && matched > 0 {
+				offs = append(offs, cand{o, o + nf})
 			}
-			if num > inferMaxExports || syms == 0 || !x.exportsFit(m, syms, num, &matched) {
-				ok = false
-				break
-			}
-			confirmed++
-		}
-		if ok && confirmed > 0 && matched > 0 {
-			offs = append(offs, o)
 		}
 	}
 	switch len(offs) {
@@ -935,15 +955,15 @@ func (x *infer) findSyms() (off uint64, found bool, err error) {
 			// the table must have been found.
 			for _, s := range m.syms {
 				if strings.HasPrefix(s.name, "__ksymtab_") {
-					return 0, false, fmt.Errorf("btflayout: inferring layouts: module at %#x exports %s, but no offset of module.syms fits: %w", m.base, s.name[len("__ksymtab_"):], ErrNotFound)
+					return 0, 0, false, fmt.Errorf("btflayout: inferring layouts: module at %#x exports %s, but no offset of module.syms fits: %w", m.base, s.name[len("__ksymtab_"):], ErrNotFound)
 				}
 			}
 		}
-		return 0, false, nil
+		return 0, 0, false, nil
 	case 1:
-		return offs[0], true, nil
+		return offs[0].off, offs[0].num, true, nil
 	}
-	return 0, false, inferErrAt(Ambiguous, 0, "module.syms is ambiguous: offsets %v all fit", offs)
+	return 0, 0, false, inferErrAt(Ambiguous, 0, "module.syms is ambiguous: (offset, num_syms) %v all fit", offs)
 }
 
 // exportsFit reports whether the first entries of the table at syms are

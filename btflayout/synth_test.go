@@ -25,7 +25,10 @@ type synth struct {
 	// Per-CPU variables weak in modules (ARCH_NEEDS_WEAK_PER_CPU, s390x):
 	// a 'v' symbol in the per-CPU area, outside the module's memory.
 	weakPercpu bool
-	mods       int
+	// 7.1+: struct module_memory { base; bool is_rox; size; [mtn] } and
+	// const u8 *flagstab between crcs and num_syms.
+	rox71 bool
+	mods  int
 
 	// Offsets in struct module the builder uses (what Infer must find).
 	kallsyms, syms, mem, core uint64
@@ -80,9 +83,9 @@ func (s synth) withDefaults() synth {
 		s.syms = 26 * p
 	}
 	if s.gen == genMem {
-		s.stride = 2 * p
+		s.stride = (s.memSize() + 4 + p - 1) &^ (p - 1)
 		if s.tree {
-			s.stride = 9 * p
+			s.stride += 7 * p
 		}
 		s.mem = 40 * p
 		if s.kallsyms == 0 {
@@ -104,6 +107,22 @@ func (s synth) withDefaults() synth {
 		}
 	}
 	return s
+}
+
+// memSize is where module_memory.size is.
+func (s synth) memSize() uint64 {
+	if s.rox71 {
+		return s.p + 4
+	}
+	return s.p
+}
+
+// numSyms is where module.num_syms is.
+func (s synth) numSyms() uint64 {
+	if s.rox71 {
+		return s.syms + 3*s.p
+	}
+	return s.syms + 2*s.p
 }
 
 // build lays out s.mods modules on a list at synthHead, and a
@@ -177,7 +196,11 @@ func (s synth) build(t testing.TB) *synthKernel {
 		s.put(m, ksym+4, uint64(uint32(int32(int64(kname-(ksym+4))))), 4)
 		s.put(m, ksym+8, 0, 4)
 		s.ptr(m, base+s.syms, ksym)
-		s.put(m, base+s.syms+2*p, 1, 4)
+		s.put(m, base+s.numSyms(), 1, 4)
+		if s.rox71 {
+			s.ptr(m, base+s.syms+2*p, ro+0xa00) // flagstab: one byte of flags
+			m.Write(ro+0xa00, []byte{0})
+		}
 		if s.gen == genFields {
 			// symtab, core_symtab; num_symtab, core_num_syms; strtab, core_strtab.
 			at := base + s.kallsyms
@@ -203,9 +226,12 @@ func (s synth) build(t testing.TB) *synthKernel {
 			for r, rg := range regs {
 				e := base + s.mem + uint64(r)*s.stride
 				s.ptr(m, e, rg[0])
-				s.put(m, e+p, rg[1], 4)
+				s.put(m, e+s.memSize(), rg[1], 4)
+				if s.rox71 && r == 0 {
+					m.Write(e+p, []byte{1}) // is_rox: text
+				}
 				if s.tree {
-					s.ptr(m, e+2*p, base)
+					s.ptr(m, e+((s.memSize()+4+p-1)&^(p-1)), base)
 				}
 			}
 		case genFields:
@@ -254,6 +280,9 @@ func (s synth) build(t testing.TB) *synthKernel {
 
 func (s synth) config(k *synthKernel) InferConfig {
 	rel := "6.12.0"
+	if s.rox71 {
+		rel = "7.2.0"
+	}
 	switch s.gen {
 	case genLayout:
 		rel = "6.1.0"
@@ -274,10 +303,14 @@ var synthCases = []synth{
 	{bo: binary.LittleEndian, p: 8, gen: genLayout, all: true, tree: true},
 	{bo: binary.LittleEndian, p: 8, gen: genFields, all: true},
 	{bo: binary.BigEndian, p: 4, gen: genFields, all: false},
+	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: true, rox71: true},
+	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: false, rox71: true},
+	{bo: binary.LittleEndian, p: 4, gen: genMem, all: false, tree: true, rox71: true},
+	{bo: binary.BigEndian, p: 4, gen: genMem, all: true, tree: false, rox71: true},
 }
 
 func (s synth) String() string {
-	return fmt.Sprintf("%v/%d-bit/gen%d/all=%v/tree=%v/weakpercpu=%v", s.bo, s.p*8, s.gen, s.all, s.tree, s.weakPercpu)
+	return fmt.Sprintf("%v/%d-bit/gen%d/all=%v/tree=%v/weakpercpu=%v/rox71=%v", s.bo, s.p*8, s.gen, s.all, s.tree, s.weakPercpu, s.rox71)
 }
 
 // TestInferSynthetic infers every offset of synthetic kernels of both
@@ -300,6 +333,8 @@ func TestInferSynthetic(t *testing.T) {
 			assert.Equal(t, c.kallsyms, f.Offset)
 			f, _ = mod.Field("syms")
 			assert.Equal(t, c.syms, f.Offset)
+			f, _ = mod.Field("num_syms")
+			assert.Equal(t, c.numSyms(), f.Offset)
 			f, _ = mod.Field("name")
 			assert.Equal(t, 3*c.p, f.Offset)
 			if c.gen == genFields {
@@ -315,6 +350,10 @@ func TestInferSynthetic(t *testing.T) {
 				require.True(t, ok)
 				assert.Equal(t, c.mem, f.Offset)
 				assert.Equal(t, c.stride, f.ElemSize)
+				mm, err := in.Struct("module_memory", "base", "size")
+				require.NoError(t, err)
+				f, _ = mm.Field("size")
+				assert.Equal(t, c.memSize(), f.Offset)
 			} else {
 				f, ok := mod.Field("core_layout")
 				require.True(t, ok)

@@ -17,11 +17,12 @@ import (
 // with BTF. TestCorpus walks every guest with BTF layouts; inference is
 // another layout source, so by default it runs on guests chosen for what
 // it depends on: struct module before 6.4 (5.10, 6.1) and after
-// (6.12's module_memory), byte order (s390x is big-endian) and a second
-// 64-bit architecture (arm64). (No guest with BTF has 32-bit pointers.)
+// (6.12's module_memory; 7.2's, with is_rox before size, and its flagstab
+// before num_syms), byte order (s390x is big-endian) and a second 64-bit
+// architecture (arm64). (No guest with BTF has 32-bit pointers.)
 func TestCorpusInferred(t *testing.T) {
 	ran := false
-	for _, g := range testutil.Sample(t, "deb11-5.10-amd64", "deb12-6.1-amd64", "deb13-6.12-amd64", "deb13-6.12-arm64", "deb13-6.12-s390x") {
+	for _, g := range testutil.Sample(t, "deb11-5.10-amd64", "deb12-6.1-amd64", "deb13-6.12-amd64", "deb13-6.12-arm64", "deb13-6.12-s390x", "deb14-7.2-amd64") {
 		if !g.ExpectModules() {
 			continue
 		}
