@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,25 +124,31 @@ var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\] (?: |\[[0-9a-f]+\] \[[0-9a-f]+
 const ppcMSRIR = 0x20
 
 // consoleTrace returns the functions of the console's call trace from
-// panic on, skipping the entries x86 marks "?" (found by scanning the stack,
-// not by unwinding).
+// panic on (from vpanic on where panic is not in it: 7.x's 32-bit ARM
+// trace goes from vpanic to a wrong caller), skipping the entries x86
+// marks "?" (found by scanning the stack, not by unwinding).
 func consoleTrace(console string) []string {
-	var out []string
-	started := false
+	var block []string // the entries of the trace being read
+	from := func() []string {
+		for _, f := range []string{"panic", "vpanic"} {
+			if i := slices.Index(block, f); i >= 0 {
+				return block[i:]
+			}
+		}
+		return nil
+	}
 	for _, line := range strings.Split(console, "\n") {
 		m := traceLine.FindStringSubmatch(line)
 		if m == nil {
-			if started {
-				break
+			if out := from(); out != nil {
+				return out
 			}
+			block = block[:0]
 			continue
 		}
-		if m[2] == "panic" {
-			started = true
-		}
-		if started && m[1] == "" {
-			out = append(out, m[2])
+		if m[1] == "" {
+			block = append(block, m[2])
 		}
 	}
-	return out
+	return from()
 }
