@@ -68,6 +68,7 @@ func pageContent(pfn uint64, bs int) []byte {
 }
 
 var (
+	zlibWriters sync.Pool // of *zlib.Writer
 	zstdEncOnce sync.Once
 	zstdEnc     *zstd.Encoder
 )
@@ -75,10 +76,18 @@ var (
 func compressPage(t testing.TB, codec uint32, p []byte) []byte {
 	switch codec {
 	case StatusZlib:
+		// A zlib writer allocates its compressor state: reset one
+		// instead of making one per page.
 		var buf bytes.Buffer
-		w := zlib.NewWriter(&buf)
+		w, _ := zlibWriters.Get().(*zlib.Writer)
+		if w == nil {
+			w = zlib.NewWriter(&buf)
+		} else {
+			w.Reset(&buf)
+		}
 		w.Write(p)
 		w.Close()
+		zlibWriters.Put(w)
 		return buf.Bytes()
 	case StatusSnappy:
 		return snappy.Encode(nil, p)
