@@ -232,8 +232,8 @@ func TestCorpusExtract(t *testing.T) {
 //
 // Two guests are enough for the wrapped path (a 32-bit little-endian and
 // a big-endian ELF core); every extract is opened decompressed by the
-// other corpus tests. -short, whose guest is neither, leaves it to
-// cmd/kdump-syms's TestWrappedCache.
+// other corpus tests. -short, whose guest is neither, leaves it to the
+// examples, which open deb13-6.12-amd64's committed .xz.
 func TestCommittedExtractsWrapped(t *testing.T) {
 	guests := testutil.Sample(t, "deb11-5.10-i386", "deb13-6.12-s390x")
 	if len(guests) == 0 {
