@@ -89,6 +89,7 @@ func TestImagesBadInput(t *testing.T) {
 // core of the pages read, with the architecture and VMCOREINFO as a note,
 // from which `all` prints /proc/kallsyms.
 func TestImagesExtract(t *testing.T) {
+	testutil.SkipShort(t, "extract's TestCorpusExtract checks the writer, TestImagesCorpus the raw image reader")
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
 	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
 	if !ok {
