@@ -30,8 +30,7 @@ func TestImagesCorpus(t *testing.T) {
 			if !ok {
 				t.Skipf("no committed QEMU ELF extract of %s", g.Name)
 			}
-			im, err := testutil.ConvertImages(src[0], t.TempDir())
-			require.NoError(t, err)
+			im := sharedImages(t, src[0])
 			want := g.KallsymsText(t)
 			var extra []string
 			if g.Arch() == "i386" {
@@ -95,10 +94,8 @@ func TestImagesExtract(t *testing.T) {
 	if !ok {
 		t.Skip("no committed QEMU ELF extract of " + g.Name)
 	}
-	dir := t.TempDir()
-	im, err := testutil.ConvertImages(src[0], dir)
-	require.NoError(t, err)
-	out := filepath.Join(dir, "small.elf")
+	im := sharedImages(t, src[0])
+	out := filepath.Join(t.TempDir(), "small.elf")
 	code, _, stderr := runCLI("extract", "-o", out, "--raw", im.RawLayout, im.Raw)
 	require.Equal(t, exitOK, code, stderr)
 	code, stdout, stderr := runCLI("info", "--no-symbols", out)
