@@ -97,6 +97,12 @@ func TestLoadGenerations(t *testing.T) {
 					got := dumpAll(t, res.Index, g.ptr)
 					require.Equal(t, want, got)
 
+					// The lazy finder reads the tables the same however
+					// they were found: -short compares it with the index
+					// once per generation, in the first mode.
+					if testing.Short() && mode.name != "vmcoreinfo" {
+						return
+					}
 					lz := mode.opt
 					lz.Lazy = true
 					lres, err := Load(s.mem, mode.info, lz)
