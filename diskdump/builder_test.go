@@ -2,6 +2,7 @@ package diskdump
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
@@ -73,7 +74,33 @@ var (
 	zstdEnc     *zstd.Encoder
 )
 
+// compressedPages memoizes compressPage: the tests build many dumps of
+// the same page contents (pageContent of the same pfns) with each codec.
+var compressedPages sync.Map // compressedKey → []byte
+
+type compressedKey struct {
+	codec uint32
+	sum   [sha256.Size]byte
+}
+
+// compressPage returns p compressed with codec (p itself for raw); the
+// result is the caller's to modify.
 func compressPage(t testing.TB, codec uint32, p []byte) []byte {
+	switch codec {
+	case StatusZlib, StatusSnappy, StatusZstd, StatusLZO:
+	default:
+		return p // raw
+	}
+	key := compressedKey{codec, sha256.Sum256(p)}
+	if c, ok := compressedPages.Load(key); ok {
+		return bytes.Clone(c.([]byte))
+	}
+	c := compressPageOnce(codec, p)
+	compressedPages.Store(key, c)
+	return bytes.Clone(c)
+}
+
+func compressPageOnce(codec uint32, p []byte) []byte {
 	switch codec {
 	case StatusZlib:
 		// A zlib writer allocates its compressor state: reset one
