@@ -22,6 +22,7 @@ import (
 // part failed (and stderr says which), 1 when nothing useful could be, 2
 // for usage errors.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	good := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64").RequireDump(t, testutil.DumpQEMUELF)[0]
 	// A kernel without BTF read with --layouts btf: the vmlinux symbols
 	// but no modules.
@@ -109,6 +110,7 @@ func TestExitStatus(t *testing.T) {
 // every step of the command line (the split-sibling probe once opened it
 // and waited for a writer that had already gone).
 func TestFIFOCLI(t *testing.T) {
+	t.Parallel()
 	src := testutil.CorpusGuestNamed(t, "deb12-6.1-arm64").RequireDump(t, testutil.DumpQEMUELF)[0]
 	raw, err := os.ReadFile(src)
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 // formats make hard: i386 (named by --arch) and big-endian s390x. (Every
 // guest passes, with testutil.Thorough.)
 func TestImagesCorpus(t *testing.T) {
+	t.Parallel()
 	guests := testutil.Sample(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-arm64", "deb13-6.12-s390x")
 	for _, g := range guests {
 		t.Run(g.Name, func(t *testing.T) {
@@ -89,6 +90,7 @@ func TestImagesBadInput(t *testing.T) {
 // from which `all` prints /proc/kallsyms.
 func TestImagesExtract(t *testing.T) {
 	testutil.SkipShort(t, "extract's TestCorpusExtract checks the writer, TestImagesCorpus the raw image reader")
+	t.Parallel()
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
 	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
 	if !ok {

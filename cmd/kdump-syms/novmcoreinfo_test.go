@@ -64,6 +64,7 @@ func truthInfo(t *testing.T, g *testutil.CorpusGuest) *vmcoreinfo.Info {
 // values the kernel's own note has, and `info` says how. On the LiME image
 // (all three with testutil.Thorough; see imageArgs).
 func TestImagesNoVMCOREINFO(t *testing.T) {
+	t.Parallel()
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
 	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
 	if !ok {
@@ -178,6 +179,7 @@ func checkArm64Derived(t *testing.T, g *testutil.CorpusGuest, args []string, wit
 // On the AVML image (all three with testutil.Thorough; see imageArgs).
 func TestImagesNoVMCOREINFOArm64(t *testing.T) {
 	testutil.SkipShort(t, "an arm64 guest, which -short leaves out; vmcore's TestDeriveARM64 tests derive arm64 VMCOREINFO from synthetic page tables, TestImagesNoVMCOREINFO x86_64's from the short guest")
+	t.Parallel()
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-arm64")
 	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
 	if !ok {

@@ -66,6 +66,7 @@ func truthSymbol(t *testing.T, g *testutil.CorpusGuest, module, name string) tes
 // TestReverseAndModules: symbolic arguments of addr are resolved in
 // reverse, name and all filter by module, on a real dump.
 func TestReverseAndModules(t *testing.T) {
+	t.Parallel()
 	g, dump := guestWithXFS(t)
 	vw := truthSymbol(t, g, "", "vfs_write")
 	xw := truthSymbol(t, g, "xfs", "xfs_file_write_iter")
@@ -108,6 +109,7 @@ func TestReverseAndModules(t *testing.T) {
 // sorted, without a module column, at link-time addresses; --system-map
 // reads it back and answers as the dump's own kallsyms does.
 func TestSystemMapRoundTrip(t *testing.T) {
+	t.Parallel()
 	g, dump := guestWithXFS(t)
 	code, stdout, stderr := runCLI("all", "--format", "system.map", dump)
 	require.Equal(t, exitOK, code, stderr)

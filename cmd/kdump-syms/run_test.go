@@ -67,6 +67,7 @@ func TestOpenErrors(t *testing.T) {
 // TestAllCorpus: `kdump-syms all` prints the guest's /proc/kallsyms byte for
 // byte: vmlinux, modules, ftrace, BPF and kprobes lines, in the kernel's order.
 func TestAllCorpus(t *testing.T) {
+	t.Parallel()
 	for _, c := range corpusDumps(t) {
 		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {
@@ -114,6 +115,7 @@ func modulesWithoutFlags(b []byte) []byte {
 // TestAddrCorpus symbolizes an oops built from ground-truth addresses plus
 // offsets, and the PC of every CPU in the dump's PRSTATUS notes.
 func TestAddrCorpus(t *testing.T) {
+	t.Parallel()
 	for _, c := range corpusDumps(t) {
 		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {
@@ -239,6 +241,7 @@ func (c *closedPipe) Write(p []byte) (int, error) {
 // ... | head) ends quietly with status 0, and that other write errors are
 // still reported.
 func TestBrokenPipe(t *testing.T) {
+	t.Parallel()
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
 	paths := g.RequireDump(t, testutil.DumpQEMUELF)
 	var e bytes.Buffer
