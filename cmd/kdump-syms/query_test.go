@@ -83,6 +83,7 @@ func TestReverseAndModules(t *testing.T) {
 
 	code, stdout, stderr = runCLI("name", dump, "xfs:xfs_file_write_iter", "vmlinux:vfs_write")
 	require.Equal(t, exitOK, code, stderr)
+	assert.Empty(t, stderr, "name: status 0 with a message")
 	assert.Equal(t, fmt.Sprintf("%016x t xfs_file_write_iter\t[xfs]\n%016x T vfs_write\n", xw.Addr, vw.Addr), stdout)
 	code, _, stderr = runCLI("name", "--module", "xfs", dump, "vfs_write")
 	assert.Equal(t, exitPartial, code)

@@ -78,12 +78,14 @@ func TestAllCorpus(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("all: status %d: %s", code, stderr)
 			}
+			assert.Empty(t, stderr, "all: status 0 with a message")
 			if diff != "" {
 				t.Errorf("all: not /proc/kallsyms: %s", diff)
 			}
 
 			code, stdout, stderr := runCLI("modules", dump)
 			require.Equal(t, exitOK, code, stderr)
+			assert.Empty(t, stderr, "modules: status 0 with a message")
 			truth, err := os.ReadFile(filepath.Join(g.Dir, "modules"))
 			require.NoError(t, err)
 			if !g.ExpectModules() {
@@ -159,6 +161,7 @@ func TestAddrCorpus(t *testing.T) {
 			require.Greater(t, picked, 10)
 			code, stdout, stderr := runCLIStdin(strings.NewReader(oops.String()), "addr", dump, "-")
 			require.Equal(t, exitOK, code, stderr)
+			assert.Empty(t, stderr, "addr: status 0 with a message")
 			// Sizes are checked by the kallsyms and modsyms tests; blank them.
 			got := stdout
 			for _, l := range strings.Split(got, "\n") {
