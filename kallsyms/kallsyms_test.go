@@ -69,6 +69,7 @@ func optsFor(g gen) Options { return Options{Target: memory.Target{ByteOrder: g.
 func TestLoadGenerations(t *testing.T) {
 	for _, g := range gens {
 		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
 			s := build(g, makeSyms(g, 3000))
 			want := procKallsyms(s.syms, g.ptr)
 			for _, mode := range []struct {

@@ -147,6 +147,7 @@ func TestDeriveARM64Loop(t *testing.T) {
 // TestDeriveARM64TableBudget: an upper half with more distinct tables
 // than maxArmTables is refused.
 func TestDeriveARM64TableBudget(t *testing.T) {
+	t.Parallel()
 	m := append(synARM64(), make(flatMem, 60<<20)...)
 	const l1, l2 = 0x300000, 0x310000
 	m.put(armRoot+300*8, l1|armTable)

@@ -150,6 +150,7 @@ func TestOpenELF(t *testing.T) {
 }
 
 func TestWrappers(t *testing.T) {
+	t.Parallel()
 	core := testCore(true)
 	for _, kind := range []string{"xz", "zstd", "gzip"} {
 		t.Run(kind, func(t *testing.T) {
@@ -230,6 +231,7 @@ func noteBytes(bo binary.ByteOrder, text string) []byte {
 }
 
 func TestScanFallback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		at   uint64 // where the note goes in the 4 MiB of RAM
