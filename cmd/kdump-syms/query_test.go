@@ -110,6 +110,7 @@ func TestReverseAndModules(t *testing.T) {
 // sorted, without a module column, at link-time addresses; --system-map
 // reads it back and answers as the dump's own kallsyms does.
 func TestSystemMapRoundTrip(t *testing.T) {
+	testutil.SkipShort(t, "an output format and a finder over the decoding TestAllCorpus checks; symfinder's TestParseSystemMap and the root package's TestLookupKernelRules read System.map files")
 	t.Parallel()
 	g, dump := guestWithXFS(t)
 	code, stdout, stderr := runCLI("all", "--format", "system.map", dump)
