@@ -67,10 +67,17 @@ func requireSameSyms(t testing.TB, a, b []symfinder.Symbol, msgAndArgs ...any) {
 func optsFor(g gen) Options { return Options{Target: memory.Target{ByteOrder: g.bo, PtrSize: g.ptr}} }
 
 func TestLoadGenerations(t *testing.T) {
+	// 3000 symbols: 12 markers, names tokenized from a varied vocabulary.
+	// -short builds each generation's tables of 1000, still four markers
+	// and every kind of entry makeSyms writes.
+	n := 3000
+	if testing.Short() {
+		n = 1000
+	}
 	for _, g := range gens {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
-			s := build(g, makeSyms(g, 3000))
+			s := build(g, makeSyms(g, n))
 			want := procKallsyms(s.syms, g.ptr)
 			for _, mode := range []struct {
 				name string
