@@ -135,7 +135,8 @@ func compressPageOnce(codec uint32, p []byte) []byte {
 // exercises the decoder's literal, match, state and end paths.
 func lzoEncode(p []byte) []byte {
 	var out []byte
-	last := map[uint32]int{}
+	// Sized once: growing the map was most of the encoding's time.
+	last := make(map[uint32]int, len(p))
 	prevS := -1 // index in out of the last match's low distance byte
 	emitLits := func(lits []byte) {
 		n := len(lits)
