@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	lzo "github.com/anchore/go-lzo"
@@ -27,8 +28,21 @@ func benchDump(b *testing.B, flag uint32) (*Dump, *builder) {
 }
 
 // benchContent is compressible like kernel data: text-ish and pointer-ish
-// runs, distinct per page.
+// runs, distinct per page. The result is the caller's to modify.
 func benchContent(pfn uint64) []byte {
+	// Made once per pfn: the tests build dumps of the same pages with
+	// each codec.
+	if p, ok := benchContents.Load(pfn); ok {
+		return bytes.Clone(p.([]byte))
+	}
+	p := makeBenchContent(pfn)
+	benchContents.Store(pfn, p)
+	return bytes.Clone(p)
+}
+
+var benchContents sync.Map // pfn → benchContent's page
+
+func makeBenchContent(pfn uint64) []byte {
 	r := rand.New(rand.NewPCG(pfn, 7))
 	p := make([]byte, 4096)
 	for i := 0; i < len(p); i += 8 {

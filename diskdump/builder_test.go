@@ -2,6 +2,7 @@ package diskdump
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
@@ -68,17 +69,52 @@ func pageContent(pfn uint64, bs int) []byte {
 }
 
 var (
+	zlibWriters sync.Pool // of *zlib.Writer
 	zstdEncOnce sync.Once
 	zstdEnc     *zstd.Encoder
 )
 
+// compressedPages memoizes compressPage: the tests build many dumps of
+// the same page contents (pageContent of the same pfns) with each codec.
+var compressedPages sync.Map // compressedKey → []byte
+
+type compressedKey struct {
+	codec uint32
+	sum   [sha256.Size]byte
+}
+
+// compressPage returns p compressed with codec (p itself for raw); the
+// result is the caller's to modify.
 func compressPage(t testing.TB, codec uint32, p []byte) []byte {
 	switch codec {
+	case StatusZlib, StatusSnappy, StatusZstd, StatusLZO:
+	default:
+		return p // raw
+	}
+	key := compressedKey{codec, sha256.Sum256(p)}
+	if c, ok := compressedPages.Load(key); ok {
+		return bytes.Clone(c.([]byte))
+	}
+	c := compressPageOnce(codec, p)
+	compressedPages.Store(key, c)
+	return bytes.Clone(c)
+}
+
+func compressPageOnce(codec uint32, p []byte) []byte {
+	switch codec {
 	case StatusZlib:
+		// A zlib writer allocates its compressor state: reset one
+		// instead of making one per page.
 		var buf bytes.Buffer
-		w := zlib.NewWriter(&buf)
+		w, _ := zlibWriters.Get().(*zlib.Writer)
+		if w == nil {
+			w = zlib.NewWriter(&buf)
+		} else {
+			w.Reset(&buf)
+		}
 		w.Write(p)
 		w.Close()
+		zlibWriters.Put(w)
 		return buf.Bytes()
 	case StatusSnappy:
 		return snappy.Encode(nil, p)
@@ -99,7 +135,8 @@ func compressPage(t testing.TB, codec uint32, p []byte) []byte {
 // exercises the decoder's literal, match, state and end paths.
 func lzoEncode(p []byte) []byte {
 	var out []byte
-	last := map[uint32]int{}
+	// Sized once: growing the map was most of the encoding's time.
+	last := make(map[uint32]int, len(p))
 	prevS := -1 // index in out of the last match's low distance byte
 	emitLits := func(lits []byte) {
 		n := len(lits)

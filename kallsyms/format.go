@@ -188,6 +188,9 @@ const (
 	// readChunk is how much memory a table read allocates at a time, so a
 	// lying count hits a fault before it allocates much.
 	readChunk = 4 << 20
+	// scanFirstRead is a scan's first read; its reads double from there
+	// to readChunk.
+	scanFirstRead = 64 << 10
 	// DefaultScanWindow is how far after the image start a scan looks: the
 	// tables end at most 21.3 MiB after _stext on the corpus kernels, and
 	// 26 MiB on a Debian 7.2 kernel measured before (docs/formats.md §7.1).

@@ -65,10 +65,11 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 	}
 	var errs []error
 	hits, tables := 0, 0
-	// A window smaller than readChunk gets a buffer its size: scans of a
-	// small image (or a caller's narrow ImageStart/ImageEnd) should not
-	// allocate 4 MiB each.
-	chunk := make([]byte, min(uint64(readChunk+len(digitRun)), end-start))
+	// The read buffer starts at scanFirstRead and doubles, up to
+	// readChunk, with each read that fills it: scans of a small image, of
+	// one that ends in missing memory early, or of a caller's narrow
+	// ImageStart/ImageEnd should not allocate 4 MiB each.
+	chunk := make([]byte, min(uint64(scanFirstRead), end-start))
 	for a := start; a < end; {
 		size := min(uint64(len(chunk)), end-a)
 		n, _ := t0read(r, chunk[:size], a)
@@ -114,6 +115,9 @@ func scan(r memory.Reader, c config, opt Options) (*located, error) {
 			break
 		}
 		a += size - uint64(len(digitRun)) + 1
+		if full := uint64(readChunk + len(digitRun)); uint64(len(chunk)) < full {
+			chunk = make([]byte, min(2*uint64(len(chunk)), full, end-a))
+		}
 	}
 	return nil, scanErr(start, end, hits, errs, "")
 }

@@ -25,6 +25,7 @@ func cacheEntries(t *testing.T, dir string) []string {
 }
 
 func TestCache(t *testing.T) {
+	t.Parallel()
 	core := testCore(true)
 	cache := filepath.Join(t.TempDir(), "cache")
 	p := writeFile(t, t.TempDir(), "dump.xz", compress(t, "xz", core))

@@ -89,6 +89,7 @@ func TestCharDeviceInput(t *testing.T) {
 // TestFIFOInput: a FIFO is read to its end and opened from a temporary
 // copy; one nobody writes to fails after a bounded wait.
 func TestFIFOInput(t *testing.T) {
+	t.Parallel() // its waits (0.3 s) overlap the other parallel tests
 	if runtime.GOOS == "windows" {
 		t.Skip("no FIFOs")
 	}

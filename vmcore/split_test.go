@@ -43,6 +43,7 @@ func copyFile(t *testing.T, src, dst string) {
 // TestSplitAlone: one part of a split set says which part it is, of how
 // many at least; its siblings beside it under the same stem are found.
 func TestSplitAlone(t *testing.T) {
+	t.Parallel()
 	g := testutil.CorpusGuestNamed(t, "deb11-5.10-amd64")
 	p := g.RequireDump(t, testutil.DumpSplit)
 	dir := t.TempDir()

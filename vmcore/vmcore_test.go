@@ -2,6 +2,7 @@ package vmcore
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	kgzip "github.com/klauspost/compress/gzip"
@@ -61,12 +63,29 @@ func writeFile(t testing.TB, dir, name string, b []byte) string {
 	return p
 }
 
+// compressed memoizes compress: the tests wrap the same few cores again
+// and again, and an xz writer alone allocates and clears megabytes.
+var compressed sync.Map // compressKey → []byte
+
+type compressKey struct {
+	kind string
+	sum  [sha256.Size]byte
+}
+
+// compress returns b wrapped in kind ("xz", "zstd" or "gzip"). Callers
+// must not modify the result, which is shared.
 func compress(t testing.TB, kind string, b []byte) []byte {
 	t.Helper()
+	key := compressKey{kind, sha256.Sum256(b)}
+	if c, ok := compressed.Load(key); ok {
+		return c.([]byte)
+	}
 	var buf bytes.Buffer
 	switch kind {
 	case "xz":
-		w, err := xz.NewWriter(&buf)
+		// A dictionary the size of the test cores, not the default
+		// 8 MiB: the writer allocates several times its size.
+		w, err := xz.WriterConfig{DictCap: 1 << 21}.NewWriter(&buf)
 		require.NoError(t, err)
 		_, err = w.Write(b)
 		require.NoError(t, err)
@@ -82,7 +101,10 @@ func compress(t testing.TB, kind string, b []byte) []byte {
 		_, err := w.Write(b)
 		require.NoError(t, err)
 		require.NoError(t, w.Close())
+	default:
+		t.Fatalf("compress: unknown wrapper %q", kind)
 	}
+	compressed.Store(key, buf.Bytes())
 	return buf.Bytes()
 }
 
@@ -128,6 +150,7 @@ func TestOpenELF(t *testing.T) {
 }
 
 func TestWrappers(t *testing.T) {
+	t.Parallel()
 	core := testCore(true)
 	for _, kind := range []string{"xz", "zstd", "gzip"} {
 		t.Run(kind, func(t *testing.T) {
@@ -208,6 +231,7 @@ func noteBytes(bo binary.ByteOrder, text string) []byte {
 }
 
 func TestScanFallback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		at   uint64 // where the note goes in the 4 MiB of RAM

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -20,6 +22,7 @@ import (
 // part failed (and stderr says which), 1 when nothing useful could be, 2
 // for usage errors.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	good := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64").RequireDump(t, testutil.DumpQEMUELF)[0]
 	// A kernel without BTF read with --layouts btf: the vmlinux symbols
 	// but no modules.
@@ -44,42 +47,53 @@ func TestExitStatus(t *testing.T) {
 		args []string
 		code int
 		line string // a regexp the first line of stderr matches, if set
+		// also names the test that -short runs the command of a success
+		// in too, requiring status 0 and (but for extract) nothing on
+		// stderr: -short leaves the case to it.
+		also string
 	}{
-		{"all/ok", []string{"all", good}, exitOK, ""},
-		{"all/partial", []string{"all", "--layouts", "btf", noBTF}, exitPartial, ""},
-		{"all/partial module", []string{"all", badModule}, exitPartial, ""},
+		{"all/ok", []string{"all", good}, exitOK, "", "TestAllCorpus"},
+		{"all/partial", []string{"all", "--layouts", "btf", noBTF}, exitPartial, "", ""},
+		{"all/partial module", []string{"all", badModule}, exitPartial, "", ""},
 		// The module finder turned off: its failures are not asked for.
-		{"all/modules off", []string{"all", "--finders", "kallsyms", badModule}, exitOK, ""},
-		{"all/vmlinux only", []string{"all", "--module", "vmlinux", badModule}, exitOK, ""},
-		{"all/nothing", []string{"all", broken}, exitError, ""},
-		{"all/unreadable", []string{"all", junk}, exitError, ""},
-		{"all/usage", []string{"all"}, exitUsage, ""},
-		{"addr/ok", []string{"addr", good, a}, exitOK, ""},
-		{"addr/partial", []string{"addr", good, a, "0xfffffffffffff000"}, exitPartial, ""},
-		{"addr/nothing", []string{"addr", broken, a}, exitError, ""},
-		{"addr/usage", []string{"addr", good, "zz"}, exitUsage, ""},
-		{"name/ok", []string{"name", good, sym}, exitOK, ""},
-		{"name/partial", []string{"name", good, sym, "no_such_symbol_anywhere"}, exitPartial, ""},
-		{"name/nothing", []string{"name", broken, sym}, exitError, ""},
-		{"name/usage", []string{"name", good, "--glob", "--regexp", "x"}, exitUsage, ""},
-		{"info/ok", []string{"info", good}, exitOK, ""},
-		{"info/partial", []string{"info", broken}, exitPartial, ""},
-		{"info/nothing", []string{"info", junk}, exitError, ""},
-		{"info/usage", []string{"info"}, exitUsage, ""},
-		{"info/directory", []string{"info", dir}, exitError, ""},
-		{"modules/ok", []string{"modules", good}, exitOK, ""},
-		{"modules/partial", []string{"modules", badModule}, exitPartial, `^kdump-syms: modules: modsyms: module ".*fs" \(struct module at 0x[0-9a-f]+\): name .* is not printable`},
-		{"modules/nothing no layouts", []string{"modules", "--layouts", "btf", noBTF}, exitError, ""},
-		{"modules/nothing", []string{"modules", broken}, exitError, ""},
-		{"modules/usage", []string{"modules", "--bogus", good}, exitUsage, ""},
-		{"extract/ok", []string{"extract", "-o", out(), good}, exitOK, ""},
-		{"extract/partial", []string{"extract", "--layouts", "btf", "-o", out(), noBTF}, exitPartial, ""},
-		{"extract/corrupt module", []string{"extract", "-o", out(), badModule}, exitError, ""},
-		{"extract/nothing", []string{"extract", "-o", out(), junk}, exitError, ""},
-		{"extract/usage", []string{"extract", good}, exitUsage, ""},
+		{"all/modules off", []string{"all", "--finders", "kallsyms", badModule}, exitOK, "", ""},
+		{"all/vmlinux only", []string{"all", "--module", "vmlinux", badModule}, exitOK, "", ""},
+		{"all/nothing", []string{"all", broken}, exitError, "", ""},
+		{"all/unreadable", []string{"all", junk}, exitError, "", ""},
+		{"all/usage", []string{"all"}, exitUsage, "", ""},
+		{"addr/ok", []string{"addr", good, a}, exitOK, "", "TestAddrCorpus"},
+		{"addr/partial", []string{"addr", good, a, "0xfffffffffffff000"}, exitPartial, "", ""},
+		{"addr/nothing", []string{"addr", broken, a}, exitError, "", ""},
+		{"addr/usage", []string{"addr", good, "zz"}, exitUsage, "", ""},
+		{"name/ok", []string{"name", good, sym}, exitOK, "", "TestReverseAndModules"},
+		{"name/partial", []string{"name", good, sym, "no_such_symbol_anywhere"}, exitPartial, "", ""},
+		{"name/nothing", []string{"name", broken, sym}, exitError, "", ""},
+		{"name/usage", []string{"name", good, "--glob", "--regexp", "x"}, exitUsage, "", ""},
+		{"info/ok", []string{"info", good}, exitOK, "", ""},
+		{"info/partial", []string{"info", broken}, exitPartial, "", ""},
+		{"info/nothing", []string{"info", junk}, exitError, "", ""},
+		{"info/usage", []string{"info"}, exitUsage, "", ""},
+		{"info/directory", []string{"info", dir}, exitError, "", ""},
+		{"modules/ok", []string{"modules", good}, exitOK, "", "TestAllCorpus"},
+		{"modules/partial", []string{"modules", badModule}, exitPartial, `^kdump-syms: modules: modsyms: module ".*fs" \(struct module at 0x[0-9a-f]+\): name .* is not printable`, ""},
+		{"modules/nothing no layouts", []string{"modules", "--layouts", "btf", noBTF}, exitError, "", ""},
+		{"modules/nothing", []string{"modules", broken}, exitError, "", ""},
+		{"modules/usage", []string{"modules", "--bogus", good}, exitUsage, "", ""},
+		{"extract/ok", []string{"extract", "-o", out(), good}, exitOK, "", ""},
+		{"extract/partial", []string{"extract", "--layouts", "btf", "-o", out(), noBTF}, exitPartial, "", ""},
+		{"extract/corrupt module", []string{"extract", "-o", out(), badModule}, exitError, "", ""},
+		{"extract/nothing", []string{"extract", "-o", out(), junk}, exitError, "", ""},
+		{"extract/usage", []string{"extract", good}, exitUsage, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runCLI(tc.args...)
+			if tc.also != "" {
+				testutil.SkipShort(t, tc.also+" runs the command on the same dump and requires the same")
+			}
+			// Only the status and stderr are checked: the output (all of
+			// /proc/kallsyms, for all/ok) is not kept.
+			var e bytes.Buffer
+			code := run(tc.args, strings.NewReader(""), io.Discard, &e)
+			stderr := e.String()
 			assert.Equal(t, tc.code, code, stderr)
 			if tc.line != "" {
 				assert.Regexp(t, tc.line, stderrLines(stderr)[0])
@@ -106,6 +120,7 @@ func TestExitStatus(t *testing.T) {
 // every step of the command line (the split-sibling probe once opened it
 // and waited for a writer that had already gone).
 func TestFIFOCLI(t *testing.T) {
+	t.Parallel()
 	src := testutil.CorpusGuestNamed(t, "deb12-6.1-arm64").RequireDump(t, testutil.DumpQEMUELF)[0]
 	raw, err := os.ReadFile(src)
 	require.NoError(t, err)

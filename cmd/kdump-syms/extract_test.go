@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 )
 
 func TestExtractUsage(t *testing.T) {
@@ -78,6 +79,8 @@ func TestExtractCLI(t *testing.T) {
 // here the command is run on x86_64, on i386 and armhf (32-bit, without
 // KALLSYMS_ALL: modules found by scanning) and on big-endian s390x.
 func TestExtractCorpus(t *testing.T) {
+	testutil.SkipShort(t, "extract's TestCorpusExtract extracts the short guest's dump and decodes the extract, TestExitStatus runs the command on it")
+	t.Parallel()
 	for _, c := range sampleDumps(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-armhf", "deb13-6.12-s390x") {
 		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {

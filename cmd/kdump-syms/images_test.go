@@ -22,6 +22,7 @@ import (
 // formats make hard: i386 (named by --arch) and big-endian s390x. (Every
 // guest passes, with testutil.Thorough.)
 func TestImagesCorpus(t *testing.T) {
+	t.Parallel()
 	guests := testutil.Sample(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-arm64", "deb13-6.12-s390x")
 	for _, g := range guests {
 		t.Run(g.Name, func(t *testing.T) {
@@ -30,8 +31,7 @@ func TestImagesCorpus(t *testing.T) {
 			if !ok {
 				t.Skipf("no committed QEMU ELF extract of %s", g.Name)
 			}
-			im, err := testutil.ConvertImages(src[0], t.TempDir())
-			require.NoError(t, err)
+			im := sharedImages(t, src[0])
 			want := g.KallsymsText(t)
 			var extra []string
 			if g.Arch() == "i386" {
@@ -89,15 +89,15 @@ func TestImagesBadInput(t *testing.T) {
 // core of the pages read, with the architecture and VMCOREINFO as a note,
 // from which `all` prints /proc/kallsyms.
 func TestImagesExtract(t *testing.T) {
+	testutil.SkipShort(t, "extract's TestCorpusExtract checks the writer, TestImagesCorpus the raw image reader")
+	t.Parallel()
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
 	src, ok := g.ExtractPaths(testutil.DumpQEMUELF)
 	if !ok {
 		t.Skip("no committed QEMU ELF extract of " + g.Name)
 	}
-	dir := t.TempDir()
-	im, err := testutil.ConvertImages(src[0], dir)
-	require.NoError(t, err)
-	out := filepath.Join(dir, "small.elf")
+	im := sharedImages(t, src[0])
+	out := filepath.Join(t.TempDir(), "small.elf")
 	code, _, stderr := runCLI("extract", "-o", out, "--raw", im.RawLayout, im.Raw)
 	require.Equal(t, exitOK, code, stderr)
 	code, stdout, stderr := runCLI("info", "--no-symbols", out)

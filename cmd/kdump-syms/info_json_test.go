@@ -21,6 +21,7 @@ import (
 // with KASLR, i386 (32-bit, no KALLSYMS_ALL, no BTF) and big-endian s390x
 // (no KASLR).
 func TestInfoJSONCorpus(t *testing.T) {
+	t.Parallel()
 	for _, c := range sampleDumps(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-s390x") {
 		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {

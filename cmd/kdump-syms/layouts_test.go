@@ -26,6 +26,8 @@ import (
 // TestRawMatchesCiliumCorpus reads every guest's BTF blob (big-endian
 // s390x's too).
 func TestLayoutSources(t *testing.T) {
+	testutil.SkipShort(t, "the layout sources themselves run on the short guest in their packages (modsyms' TestCorpusInferred; btflayout's TestTable and TestBTFHost), the dump's own BTF in TestAllCorpus")
+	t.Parallel()
 	for _, c := range sampleDumps(t, "deb11-5.10-amd64", "deb13-6.12-amd64") {
 		g, dump := c.g, c.dump
 		if !g.ExpectModules() {

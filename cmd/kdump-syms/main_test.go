@@ -3,10 +3,16 @@ package main
 import (
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 )
+
+// testDir is a temporary directory of the test process, removed when it
+// ends: the user's cache directory is under it, and the memory images
+// sharedImages converts.
+var testDir string
 
 // TestMain points the user's cache directory (where run keeps decompressed
 // wrapped dumps) at a temporary one, so that tests never write to the home
@@ -17,6 +23,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	testDir = dir
 	// The decompressed corpus extracts stay where every other test
 	// package finds them.
 	if err := testutil.PinExtractCache(); err != nil {
@@ -27,4 +34,45 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+var sharedImageSets struct {
+	sync.Mutex
+	byPath map[string]*sharedImageSet
+}
+
+type sharedImageSet struct {
+	once sync.Once
+	im   testutil.Images
+	err  error
+}
+
+// sharedImages returns testutil.ConvertImages of the ELF core at elfPath,
+// converted once per test process into testDir: several tests read the
+// same guest's images, and converting one extract writes three copies of
+// it (the AVML one snappy-compressed). Callers must not modify the files.
+func sharedImages(t *testing.T, elfPath string) testutil.Images {
+	t.Helper()
+	sharedImageSets.Lock()
+	if sharedImageSets.byPath == nil {
+		sharedImageSets.byPath = map[string]*sharedImageSet{}
+	}
+	set := sharedImageSets.byPath[elfPath]
+	if set == nil {
+		set = new(sharedImageSet)
+		sharedImageSets.byPath[elfPath] = set
+	}
+	sharedImageSets.Unlock()
+	set.once.Do(func() {
+		dir, err := os.MkdirTemp(testDir, "images-")
+		if err != nil {
+			set.err = err
+			return
+		}
+		set.im, set.err = testutil.ConvertImages(elfPath, dir)
+	})
+	if set.err != nil {
+		t.Fatalf("converting %s: %v", elfPath, set.err)
+	}
+	return set.im
 }

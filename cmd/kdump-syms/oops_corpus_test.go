@@ -26,6 +26,7 @@ import (
 // What the trace parser depends on is the pointer width and x86 or not:
 // run on x86_64, i386, arm64 and 32-bit ARM.
 func TestOopsCorpus(t *testing.T) {
+	t.Parallel()
 	for _, c := range sampleDumps(t, "deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-arm64", "deb13-6.12-armhf") {
 		g, dump := c.g, c.dump
 		t.Run(g.Name, func(t *testing.T) {
@@ -133,6 +134,7 @@ func assertSameText(t *testing.T, want, got string) {
 // printed, size included; where the kernel printed the address too
 // (s390x's "[<addr>] sym+off/size"), it is the same address.
 func TestOopsConsoleLogs(t *testing.T) {
+	t.Parallel()
 	checked := 0
 	for _, c := range pickDumps(t, testutil.Corpus(t), elfFirst) {
 		g, dump := c.g, c.dump

@@ -66,6 +66,7 @@ func truthSymbol(t *testing.T, g *testutil.CorpusGuest, module, name string) tes
 // TestReverseAndModules: symbolic arguments of addr are resolved in
 // reverse, name and all filter by module, on a real dump.
 func TestReverseAndModules(t *testing.T) {
+	t.Parallel()
 	g, dump := guestWithXFS(t)
 	vw := truthSymbol(t, g, "", "vfs_write")
 	xw := truthSymbol(t, g, "xfs", "xfs_file_write_iter")
@@ -82,6 +83,7 @@ func TestReverseAndModules(t *testing.T) {
 
 	code, stdout, stderr = runCLI("name", dump, "xfs:xfs_file_write_iter", "vmlinux:vfs_write")
 	require.Equal(t, exitOK, code, stderr)
+	assert.Empty(t, stderr, "name: status 0 with a message")
 	assert.Equal(t, fmt.Sprintf("%016x t xfs_file_write_iter\t[xfs]\n%016x T vfs_write\n", xw.Addr, vw.Addr), stdout)
 	code, _, stderr = runCLI("name", "--module", "xfs", dump, "vfs_write")
 	assert.Equal(t, exitPartial, code)
@@ -120,6 +122,8 @@ func TestReverseAndModules(t *testing.T) {
 // sorted, without a module column, at link-time addresses; --system-map
 // reads it back and answers as the dump's own kallsyms does.
 func TestSystemMapRoundTrip(t *testing.T) {
+	testutil.SkipShort(t, "an output format and a finder over the decoding TestAllCorpus checks; symfinder's TestParseSystemMap and the root package's TestLookupKernelRules read System.map files")
+	t.Parallel()
 	g, dump := guestWithXFS(t)
 	code, stdout, stderr := runCLI("all", "--format", "system.map", dump)
 	require.Equal(t, exitOK, code, stderr)

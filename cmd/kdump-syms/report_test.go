@@ -90,6 +90,7 @@ var brokenGuests = []string{"deb11-5.10-i386", "deb13-6.12-amd64", "deb13-6.12-s
 // stderr, the first naming kallsyms and an address, the second the finders
 // it stopped; the status is 1 where nothing useful came out, 3 for info.
 func TestBrokenKallsyms(t *testing.T) {
+	t.Parallel()
 	n := 0
 	for _, g := range testutil.Sample(t, brokenGuests...) {
 		d, ok := g.Dump(testutil.DumpQEMUELF)
@@ -155,6 +156,7 @@ func TestBrokenKallsyms(t *testing.T) {
 // and names the stopped finders in another; -v lists the candidates. On
 // the brokenGuests.
 func TestBrokenKallsymsTables(t *testing.T) {
+	t.Parallel()
 	for _, g := range testutil.Sample(t, brokenGuests...) {
 		d, ok := g.Dump(testutil.DumpQEMUELF)
 		if !ok {

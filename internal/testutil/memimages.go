@@ -158,6 +158,24 @@ func ConvertImages(elfPath, dir string) (Images, error) {
 // ConvertImagesZeroed is ConvertImages with the physical ranges in zero
 // written as zeros: an image without the VMCOREINFO note, say.
 func ConvertImagesZeroed(elfPath, dir string, zero []PhysRange) (Images, error) {
+	return ConvertImagesOnly(elfPath, dir, zero, AllImages)
+}
+
+// ImageFormat is a set of the formats ConvertImagesOnly writes.
+type ImageFormat uint8
+
+// The memory image formats.
+const (
+	LiMEImage ImageFormat = 1 << iota
+	AVMLImage
+	RawImage
+	AllImages = LiMEImage | AVMLImage | RawImage
+)
+
+// ConvertImagesOnly is ConvertImagesZeroed writing only the images in
+// which (each is the dump's memory once more, the AVML one compressed);
+// the paths of the others are "".
+func ConvertImagesOnly(elfPath, dir string, zero []PhysRange, which ImageFormat) (Images, error) {
 	f, err := elfcore.Open(elfPath)
 	if err != nil {
 		return Images{}, err
@@ -186,7 +204,9 @@ func ConvertImagesZeroed(elfPath, dir string, zero []PhysRange) (Images, error) 
 		}
 		return err
 	}
-	if err := write(im.LiME, func(fh *os.File) error {
+	if which&LiMEImage == 0 {
+		im.LiME = ""
+	} else if err := write(im.LiME, func(fh *os.File) error {
 		bw := bufio.NewWriterSize(fh, imageCopyChunk)
 		if err := WriteLiME(bw, phys, rs, binary.LittleEndian); err != nil {
 			return err
@@ -195,7 +215,9 @@ func ConvertImagesZeroed(elfPath, dir string, zero []PhysRange) (Images, error) 
 	}); err != nil {
 		return Images{}, err
 	}
-	if err := write(im.AVML, func(fh *os.File) error {
+	if which&AVMLImage == 0 {
+		im.AVML = ""
+	} else if err := write(im.AVML, func(fh *os.File) error {
 		bw := bufio.NewWriterSize(fh, imageCopyChunk)
 		if err := WriteAVML(bw, phys, rs); err != nil {
 			return err
@@ -203,6 +225,10 @@ func ConvertImagesZeroed(elfPath, dir string, zero []PhysRange) (Images, error) 
 		return bw.Flush()
 	}); err != nil {
 		return Images{}, err
+	}
+	if which&RawImage == 0 {
+		im.Raw = ""
+		return im, nil
 	}
 	base := rs[0].Start &^ (rawGapLimit - 1)
 	n := 1

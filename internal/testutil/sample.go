@@ -13,6 +13,20 @@ const ThoroughEnv = "KDUMP_SYMS_THOROUGH"
 // Thorough reports whether ThoroughEnv asks for every guest and format.
 func Thorough() bool { return os.Getenv(ThoroughEnv) == "1" }
 
+// SkipShort skips the test in a go test -short run, with why in the skip
+// message: -short runs each decoder on one guest and one format, and
+// leaves a test of another path over the same decoding (a command-line
+// flag, an output format, another guest's copy of a decoder -short checks
+// on ShortGuest) to the default run. why names the test that -short
+// still runs on that decoding, or says what else makes the test one to
+// leave out.
+func SkipShort(tb testing.TB, why string) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("skipped with -short: " + why)
+	}
+}
+
 // Sample returns the guests a variation test runs on: the named ones (in
 // manifest order; those a -short run leaves out are dropped) in the default
 // run, every guest of Corpus when Thorough.
