@@ -2,7 +2,6 @@ package kdumpsyms_test
 
 import (
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms"
@@ -22,16 +21,7 @@ type sessionKey struct {
 	lazy  bool
 }
 
-type sessionMemo struct {
-	once sync.Once
-	s    *kdumpsyms.Session
-	err  error
-}
-
-var sharedSessions struct {
-	sync.Mutex
-	m map[sessionKey]*sessionMemo
-}
+var sharedSessions testutil.OnceMap[sessionKey, *kdumpsyms.Session]
 
 // oneDumpSession returns the shared session of the guest's one dump,
 // opened with Options{Lazy: lazy}, and the dump's format; it skips the
@@ -42,41 +32,18 @@ func oneDumpSession(t *testing.T, g *testutil.CorpusGuest, lazy bool) (*kdumpsym
 	if !ok {
 		t.Skipf("no dumps of %s in the cache: run testdata/vmcores/generate", g.Name)
 	}
-	k := sessionKey{g.Name, lazy}
-	sharedSessions.Lock()
-	if sharedSessions.m == nil {
-		sharedSessions.m = map[sessionKey]*sessionMemo{}
-	}
-	m := sharedSessions.m[k]
-	if m == nil {
-		m = new(sessionMemo)
-		sharedSessions.m[k] = m
-	}
-	sharedSessions.Unlock()
-	m.once.Do(func() {
+	s, err := sharedSessions.Get(sessionKey{g.Name, lazy}, func() (*kdumpsyms.Session, error) {
 		paths, _ := g.DumpPaths(f)
-		m.s, m.err = kdumpsyms.Open(kdumpsyms.Options{Lazy: lazy}, paths...)
+		return kdumpsyms.Open(kdumpsyms.Options{Lazy: lazy}, paths...)
 	})
-	if m.err != nil {
-		t.Fatalf("%s/%s: %v", g.Name, f, m.err)
+	if err != nil {
+		t.Fatalf("%s/%s: %v", g.Name, f, err)
 	}
-	return m.s, f
-}
-
-// closeSharedSessions closes what oneDumpSession opened.
-func closeSharedSessions() {
-	sharedSessions.Lock()
-	defer sharedSessions.Unlock()
-	for _, m := range sharedSessions.m {
-		if m.s != nil {
-			m.s.Close()
-		}
-	}
-	sharedSessions.m = nil
+	return s, f
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	closeSharedSessions()
+	sharedSessions.Drain(func(s *kdumpsyms.Session) { s.Close() })
 	os.Exit(code)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
@@ -36,16 +35,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var sharedImageSets struct {
-	sync.Mutex
-	byPath map[string]*sharedImageSet
-}
-
-type sharedImageSet struct {
-	once sync.Once
-	im   testutil.Images
-	err  error
-}
+var sharedImageSets testutil.OnceMap[string, testutil.Images]
 
 // sharedImages returns testutil.ConvertImages of the ELF core at elfPath,
 // converted once per test process into testDir: several tests read the
@@ -53,26 +43,15 @@ type sharedImageSet struct {
 // it (the AVML one snappy-compressed). Callers must not modify the files.
 func sharedImages(t *testing.T, elfPath string) testutil.Images {
 	t.Helper()
-	sharedImageSets.Lock()
-	if sharedImageSets.byPath == nil {
-		sharedImageSets.byPath = map[string]*sharedImageSet{}
-	}
-	set := sharedImageSets.byPath[elfPath]
-	if set == nil {
-		set = new(sharedImageSet)
-		sharedImageSets.byPath[elfPath] = set
-	}
-	sharedImageSets.Unlock()
-	set.once.Do(func() {
+	im, err := sharedImageSets.Get(elfPath, func() (testutil.Images, error) {
 		dir, err := os.MkdirTemp(testDir, "images-")
 		if err != nil {
-			set.err = err
-			return
+			return testutil.Images{}, err
 		}
-		set.im, set.err = testutil.ConvertImages(elfPath, dir)
+		return testutil.ConvertImages(elfPath, dir)
 	})
-	if set.err != nil {
-		t.Fatalf("converting %s: %v", elfPath, set.err)
+	if err != nil {
+		t.Fatalf("converting %s: %v", elfPath, err)
 	}
-	return set.im
+	return im
 }

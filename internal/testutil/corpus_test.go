@@ -5,11 +5,13 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -400,5 +402,43 @@ func TestOneDump(t *testing.T) {
 		} else {
 			assert.Equal(t, []DumpFormat{DumpQEMUELF}, g.SampleDumps(), g.Name)
 		}
+	}
+}
+
+// TestOnceMap: one computation per key, its error kept, concurrent first
+// callers served the one value, and Drain hands back the values that
+// computed.
+func TestOnceMap(t *testing.T) {
+	var m OnceMap[string, int]
+	calls := 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			v, err := m.Get("a", func() (int, error) { calls++; return 7, nil })
+			if v != 7 || err != nil {
+				t.Errorf("Get: %d, %v", v, err)
+			}
+		})
+	}
+	wg.Wait()
+	if calls != 1 {
+		t.Errorf("%d computations of one key, want 1", calls)
+	}
+	boom := errors.New("boom")
+	for range 2 {
+		if _, err := m.Get("b", func() (int, error) { calls++; return 0, boom }); err != boom {
+			t.Errorf("Get b: %v, want boom", err)
+		}
+	}
+	if calls != 2 {
+		t.Errorf("%d computations, want 2: an error is kept, not retried", calls)
+	}
+	var drained []int
+	m.Drain(func(v int) { drained = append(drained, v) })
+	if len(drained) != 1 || drained[0] != 7 {
+		t.Errorf("Drain gave %v, want [7]", drained)
+	}
+	if v, _ := m.Get("a", func() (int, error) { return 8, nil }); v != 8 {
+		t.Errorf("after Drain, Get recomputes: %d, want 8", v)
 	}
 }
