@@ -41,7 +41,8 @@ import (
 // the SHA-1 of orc_types.h's ORC_REG_* and ORC_TYPE_* lines and struct
 // orc_entry (scripts/orc_hash.sh). A hash names the entry format and the
 // register numbering exactly; ORC refuses one it does not know rather
-// than guess, and uses the release only for kernels without the header.
+// than guess, and uses the release only for kernels without the header
+// (docs/formats.md §10).
 
 // ORCFormat is the orc_entry layout of a kernel.
 type ORCFormat int
