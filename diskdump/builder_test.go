@@ -36,6 +36,7 @@ type builder struct {
 	start, end uint64 // split range
 	noFirstBM  bool   // write a single bitmap (old format)
 	zeroDesc   [2]uint32
+	zeroAt     int64             // file offset of the shared zero page, -1 if none
 	stored     map[uint64]uint32 // codec flags each written descriptor got
 }
 
@@ -353,6 +354,7 @@ func (b *builder) build(t testing.TB) []byte {
 		b.bo.PutUint32(desc[i*24+12:], flags)
 		b.stored[pfn] = flags
 	}
+	b.zeroAt = zeroOff
 	out := slices.Concat(hdr, bm, desc, data)
 	return out
 }

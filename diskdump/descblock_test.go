@@ -102,3 +102,54 @@ func readCounted(t *testing.T, file []byte, pages int) ([]byte, int64) {
 	require.Equal(t, len(got), n)
 	return got, cr.reads.Load() - before
 }
+
+// TestSharedPages: the pages of a batch that share one stored page (the
+// zero page QEMU and makedumpfile below dump level 1 store once) are read
+// once per batch, raw or compressed, and give the same bytes as pages read
+// alone; when the shared page does not decode, none of them reads as
+// zeros.
+func TestSharedPages(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		flag uint32
+	}{{"raw", 0}, {"zlib", StatusZlib}} {
+		t.Run(c.name, func(t *testing.T) {
+			const pages = 600
+			bl := newBuilder(6)
+			bl.maxMapnr = pages + 8
+			for pfn := range uint64(pages) {
+				bl.pages[pfn] = make([]byte, 4096)
+				if pfn%50 == 7 {
+					bl.pages[pfn] = benchContent(pfn)
+				}
+			}
+			bl.codec = func(uint64) uint32 { return c.flag }
+			file := bl.build(t)
+			got, reads := readCounted(t, file, pages)
+			// Three batches of at most 256 pages: a read of the shared
+			// page and of each distinct page, a few of descriptors.
+			require.Less(t, reads, int64(pages/10), "reads of the file")
+			for pfn := range uint64(pages) {
+				if !bytes.Equal(got[pfn*4096:(pfn+1)*4096], bl.pages[pfn]) {
+					t.Fatalf("pfn %#x differs", pfn)
+				}
+			}
+			if c.flag == 0 {
+				return
+			}
+			// Corrupt the shared zero page's data: the first zero pfn's
+			// read fails, naming it, and so does a read of a later one.
+			require.Positive(t, bl.zeroAt)
+			bad := bytes.Clone(file)
+			bad[bl.zeroAt+2] ^= 0xff
+			d, err := NewDump(bytes.NewReader(bad))
+			require.NoError(t, err)
+			buf := make([]byte, pages*4096)
+			n, err := d.ReadAt(buf, 0)
+			require.Error(t, err)
+			require.Zero(t, n, "pfn 0 is a zero page")
+			_, err = d.ReadAt(buf[:100*4096], 100*4096)
+			require.ErrorContains(t, err, "pfn 0x64")
+		})
+	}
+}
