@@ -25,10 +25,11 @@ type synth struct {
 	// Per-CPU variables weak in modules (ARCH_NEEDS_WEAK_PER_CPU, s390x):
 	// a 'v' symbol in the per-CPU area, outside the module's memory.
 	weakPercpu bool
-	// 7.1+: struct module_memory { base; bool is_rox; size; [mtn] } and
-	// const u8 *flagstab between crcs and num_syms.
-	rox71 bool
-	mods  int
+	// 6.14+: struct module_memory { base; bool is_rox; size; [mtn] }.
+	isRox bool
+	// 7.1+: const u8 *flagstab between crcs and num_syms.
+	flagstab bool
+	mods     int
 
 	// Offsets in struct module the builder uses (what Infer must find).
 	kallsyms, syms, mem, core uint64
@@ -111,7 +112,7 @@ func (s synth) withDefaults() synth {
 
 // memSize is where module_memory.size is.
 func (s synth) memSize() uint64 {
-	if s.rox71 {
+	if s.isRox {
 		return s.p + 4
 	}
 	return s.p
@@ -119,7 +120,7 @@ func (s synth) memSize() uint64 {
 
 // numSyms is where module.num_syms is.
 func (s synth) numSyms() uint64 {
-	if s.rox71 {
+	if s.flagstab {
 		return s.syms + 3*s.p
 	}
 	return s.syms + 2*s.p
@@ -197,7 +198,7 @@ func (s synth) build(t testing.TB) *synthKernel {
 		s.put(m, ksym+8, 0, 4)
 		s.ptr(m, base+s.syms, ksym)
 		s.put(m, base+s.numSyms(), 1, 4)
-		if s.rox71 {
+		if s.flagstab {
 			s.ptr(m, base+s.syms+2*p, ro+0xa00) // flagstab: one byte of flags
 			m.Write(ro+0xa00, []byte{0})
 		}
@@ -227,7 +228,7 @@ func (s synth) build(t testing.TB) *synthKernel {
 				e := base + s.mem + uint64(r)*s.stride
 				s.ptr(m, e, rg[0])
 				s.put(m, e+s.memSize(), rg[1], 4)
-				if s.rox71 && r == 0 {
+				if s.isRox && r == 0 {
 					m.Write(e+p, []byte{1}) // is_rox: text
 				}
 				if s.tree {
@@ -280,8 +281,10 @@ func (s synth) build(t testing.TB) *synthKernel {
 
 func (s synth) config(k *synthKernel) InferConfig {
 	rel := "6.12.0"
-	if s.rox71 {
+	if s.flagstab {
 		rel = "7.2.0"
+	} else if s.isRox {
+		rel = "6.14.0"
 	}
 	switch s.gen {
 	case genLayout:
@@ -303,14 +306,16 @@ var synthCases = []synth{
 	{bo: binary.LittleEndian, p: 8, gen: genLayout, all: true, tree: true},
 	{bo: binary.LittleEndian, p: 8, gen: genFields, all: true},
 	{bo: binary.BigEndian, p: 4, gen: genFields, all: false},
-	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: true, rox71: true},
-	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: false, rox71: true},
-	{bo: binary.LittleEndian, p: 4, gen: genMem, all: false, tree: true, rox71: true},
-	{bo: binary.BigEndian, p: 4, gen: genMem, all: true, tree: false, rox71: true},
+	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: true, isRox: true, flagstab: true},
+	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: false, isRox: true, flagstab: true},
+	{bo: binary.LittleEndian, p: 4, gen: genMem, all: false, tree: true, isRox: true, flagstab: true},
+	{bo: binary.BigEndian, p: 4, gen: genMem, all: true, tree: false, isRox: true, flagstab: true},
+	{bo: binary.LittleEndian, p: 8, gen: genMem, all: true, tree: true, isRox: true},
+	{bo: binary.LittleEndian, p: 4, gen: genMem, all: false, tree: true, isRox: true},
 }
 
 func (s synth) String() string {
-	return fmt.Sprintf("%v/%d-bit/gen%d/all=%v/tree=%v/weakpercpu=%v/rox71=%v", s.bo, s.p*8, s.gen, s.all, s.tree, s.weakPercpu, s.rox71)
+	return fmt.Sprintf("%v/%d-bit/gen%d/all=%v/tree=%v/weakpercpu=%v/isrox=%v/flagstab=%v", s.bo, s.p*8, s.gen, s.all, s.tree, s.weakPercpu, s.isRox, s.flagstab)
 }
 
 // TestInferSynthetic infers every offset of synthetic kernels of both
