@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/kdumpsyms/kdumpsyms/memimage"
 )
 
@@ -175,9 +177,11 @@ func spool(r io.Reader, what string, opt Options) (path, tmp string, err error) 
 // dumpsIn names the regular files of dir that start like a dump this
 // package opens: an ELF core (an executable or a library is not one), a
 // kdump-compressed file, a flattened stream, a LiME or AVML image, or one
-// of them wrapped in xz, zstd or gzip (whose content is looked at too: a
-// .tar.gz or a gzipped profile is no dump; of xz files, only the first
-// maxXZPeeks, the others are taken for dumps).
+// of them wrapped in xz, zstd or gzip. The start of a gzip or zstd file's
+// content is looked at too (a .tar.gz or a gzipped profile is no dump);
+// an xz file is taken for a dump by its magic alone: decompressing even
+// its first bytes allocates the dictionary its header asks for, up to
+// 4 GiB.
 func dumpsIn(dir string) []string {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -186,7 +190,6 @@ func dumpsIn(dir string) []string {
 	defer d.Close()
 	ents, _ := d.ReadDir(maxDirEntries)
 	var out []string
-	peeks := 0
 	for _, e := range ents {
 		if !e.Type().IsRegular() {
 			continue
@@ -198,15 +201,13 @@ func dumpsIn(dir string) []string {
 		var head [dumpHeadLen]byte
 		n, _ := io.ReadFull(fh, head[:])
 		ok := startsLikeDump(head[:n])
-		if w := wrapperOf(head[:n]); w != "" {
+		switch w := wrapperOf(head[:n]); w {
+		case "":
+		case "xz":
 			ok = true
-			if w != "xz" || peeks < maxXZPeeks {
-				if w == "xz" {
-					peeks++
-				}
-				inner, err := wrappedHead(fh, w)
-				ok = err == nil && startsLikeDump(inner)
-			}
+		default:
+			inner, err := wrappedHead(fh, w)
+			ok = err == nil && startsLikeDump(inner)
 		}
 		fh.Close()
 		if ok {
@@ -218,12 +219,10 @@ func dumpsIn(dir string) []string {
 }
 
 // dumpHeadLen is how many bytes of a file startsLikeDump looks at, and
-// maxXZPeeks how many xz files of a directory have the start of their
-// content decompressed: an xz stream has its whole dictionary, up to 64
-// MiB, allocated to give its first bytes (gzip and zstd need little).
+// peekMaxWindow the largest zstd window wrappedHead allocates.
 const (
-	dumpHeadLen = 64
-	maxXZPeeks  = 8
+	dumpHeadLen   = 64
+	peekMaxWindow = 8 << 20
 )
 
 // startsLikeDump reports whether head, the first bytes of a file, is the
@@ -247,13 +246,27 @@ func startsLikeDump(head []byte) bool {
 }
 
 // wrappedHead decompresses the first dumpHeadLen bytes of the content of
-// fh, wrapped in w.
+// fh, wrapped in w (gzip or zstd). A zstd frame asking for a window over
+// peekMaxWindow is an error here: the peek does not allocate it.
 func wrappedHead(fh *os.File, w string) ([]byte, error) {
-	dec, done, err := newDecoder(bufio.NewReader(io.NewSectionReader(fh, 0, 1<<62)), w)
-	if err != nil {
-		return nil, err
+	src := bufio.NewReader(io.NewSectionReader(fh, 0, 1<<62))
+	var dec io.Reader
+	switch w {
+	case "zstd":
+		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(peekMaxWindow), zstd.WithDecoderMaxMemory(peekMaxWindow))
+		if err != nil {
+			return nil, err
+		}
+		defer zr.Close()
+		dec = zr
+	default:
+		d, done, err := newDecoder(src, w)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		dec = d
 	}
-	defer done()
 	head := make([]byte, dumpHeadLen)
 	n, err := io.ReadFull(dec, head)
 	if err == io.ErrUnexpectedEOF || err == io.EOF {

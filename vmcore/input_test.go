@@ -2,7 +2,6 @@ package vmcore
 
 import (
 	"bytes"
-	"compress/gzip"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -35,8 +34,13 @@ func TestDirectoryInput(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "dump.kdump"), []byte("KDUMP   and more"), 0o644))
 	// Dumps wrapped and in memory-image formats are dumps; executables,
 	// libraries and other wrapped files are not.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore.gz"), gzipped(t, onePageCore()), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.gz"), gzipped(t, []byte("not a dump")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore.gz"), compress(t, "gzip", onePageCore()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.gz"), compress(t, "gzip", []byte("not a dump")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "vmcore.zst"), compress(t, "zstd", onePageCore()), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.zst"), compress(t, "zstd", []byte("not a dump")), 0o644))
+	// An xz file is taken by its magic: peeking would allocate its
+	// dictionary.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.xz"), compress(t, "xz", []byte("not a dump")), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "image.lime"), []byte("EMiL\x01\x00\x00\x00"+strings.Repeat("\x00", 24)), 0o644))
 	exe := make([]byte, 64)
 	copy(exe, "\x7fELF\x02\x01\x01")
@@ -49,7 +53,7 @@ func TestDirectoryInput(t *testing.T) {
 	var de *DirectoryError
 	require.True(t, errors.As(err, &de), "%v", err)
 	assert.Equal(t, dir, de.Path)
-	assert.Equal(t, []string{"dump.kdump", "image.lime", "s390.core", "vmcore", "vmcore.gz"}, de.Dumps)
+	assert.Equal(t, []string{"dump.kdump", "image.lime", "notes.xz", "s390.core", "vmcore", "vmcore.gz", "vmcore.zst"}, de.Dumps)
 	_, err = Open(t.TempDir())
 	require.True(t, errors.As(err, &de))
 	assert.Empty(t, de.Dumps)
@@ -64,16 +68,6 @@ func TestDirectoryInput(t *testing.T) {
 	assert.Len(t, de.Dumps, maxNamedDumps+3)
 	assert.Contains(t, err.Error(), "vmcore.07 and 3 more (name one)")
 	assert.NotContains(t, err.Error(), "vmcore.08")
-}
-
-func gzipped(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, err := zw.Write(b)
-	require.NoError(t, err)
-	require.NoError(t, zw.Close())
-	return buf.Bytes()
 }
 
 // TestCharDeviceInput: a character device is refused at once, not read
