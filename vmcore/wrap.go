@@ -97,6 +97,13 @@ func decompress(w io.Writer, r io.ReaderAt, size int64, wrapper string, opt Opti
 	// Buffered: the xz decoder reads its input a byte at a time, one
 	// pread each on a bare file (60% of the decompression time in
 	// syscalls).
+	if wrapper == "xz" {
+		// Its block headers say how large a dictionary the decoder will
+		// allocate for each block: checked before any is.
+		if err := checkXZDicts(r, size); err != nil {
+			return err
+		}
+	}
 	src := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 256<<10)
 	dec, done, err := newDecoder(src, wrapper)
 	if err != nil {
