@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -104,18 +105,37 @@ func (r *report) addFrom(source string, err error) {
 }
 
 // cause returns the cause recorded for err, adding it if new. Two errors
-// are one cause when their messages are equal: the session hands the same
-// error to every source that needs a failed one.
+// are one cause when their messages are equal (the session hands the same
+// error to every source that needs a failed one), or when one source
+// failed both for want of the same page of physical memory (a list walked
+// both ways that breaks twice on one page the dump left out).
 func (r *report) cause(source string, err error) *cause {
 	msg := err.Error()
+	page, missing := missingPage(err)
 	for _, c := range r.causes {
 		if c.err.Error() == msg {
+			return c
+		}
+		if p, ok := missingPage(c.err); missing && ok && p == page && c.source == source {
 			return c
 		}
 	}
 	c := &cause{source: source, err: err}
 	r.causes = append(r.causes, c)
 	return c
+}
+
+// missingPage returns the 4 KiB page of the innermost physical-memory
+// fault in err's chain, when its cause is memory not in the dump.
+func missingPage(err error) (uint64, bool) {
+	var page uint64
+	found := false
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if fe, ok := e.(*memory.FaultError); ok && fe.Space == "physical" {
+			page, found = fe.Addr>>12, true
+		}
+	}
+	return page, found && errors.Is(err, memory.ErrNotSaved)
 }
 
 // miss records a query that found nothing.

@@ -189,3 +189,27 @@ func TestBrokenKallsymsTables(t *testing.T) {
 		}
 	}
 }
+
+// TestReportOnePage: a list walked both ways that breaks twice for want of
+// one page of physical memory (makedumpfile of Debian's 7.3.4 left out the
+// page of two struct bpf_ksym) is one cause, one line; two pages, or two
+// sources, are two.
+func TestReportOnePage(t *testing.T) {
+	broken := func(source string, virt, phys uint64) error {
+		fault := &memory.FaultError{Addr: virt, Space: "kernel virtual", Op: "read",
+			Err: fmt.Errorf("read at physical %#x: %w", phys, &memory.FaultError{Addr: phys, Space: "physical", Err: memory.ErrNotSaved})}
+		return &symfinder.FinderError{Finder: source, Err: fmt.Errorf("list broken at %#x: %w", virt, fault)}
+	}
+	count := func(errs ...error) int {
+		r := report{}
+		for _, e := range errs {
+			r.add(e)
+		}
+		var b strings.Builder
+		r.print(&b)
+		return len(stderrLines(b.String()))
+	}
+	assert.Equal(t, 1, count(broken("bpf", 0xffff8dd0828dd128, 0x28dd128), broken("bpf", 0xffff8dd0828ddb40, 0x28ddb40)))
+	assert.Equal(t, 2, count(broken("bpf", 0xffff8dd0828dd128, 0x28dd128), broken("bpf", 0xffff8dd0828de140, 0x28de140)), "two pages")
+	assert.Equal(t, 2, count(broken("bpf", 0xffff8dd0828dd128, 0x28dd128), broken("ftrace", 0xffff8dd0828ddb40, 0x28ddb40)), "two sources")
+}
