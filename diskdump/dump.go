@@ -607,6 +607,21 @@ func loadJob(dec *decoders, j *pageJob) error {
 // scan reads 79,265 zero pages, one read per batch of 256 pages instead of
 // one per zero page.
 func markSame(jobs []pageJob) {
+	// Distinct pages are stored in pfn order, at rising offsets: a batch
+	// whose data offsets only rise shares nothing, and needs no map.
+	prev, rising := int64(-1), true
+	for i := range jobs {
+		if j := &jobs[i]; !j.done {
+			if j.pd.off <= prev {
+				rising = false
+				break
+			}
+			prev = j.pd.off
+		}
+	}
+	if rising {
+		return
+	}
 	type stored struct {
 		p     *part
 		off   int64

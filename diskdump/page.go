@@ -143,17 +143,14 @@ func checkDesc(pd pageDesc, bs int, pfn uint64) error {
 	return nil
 }
 
-// decodeFrom decodes the page data src, read for pd (checkDesc passed),
-// into dst, which is exactly one block long.
+// decodeFrom decodes src, the data read for the compressed page pd, into
+// dst, which is exactly one block long. (Raw pages are read straight into
+// their place.)
 func (dc *decoders) decodeFrom(dst, src []byte, pd pageDesc, pfn uint64) error {
 	// A decoder may write up to dst's capacity (zstd's DecodeAll does);
 	// past the block is someone else's memory (the next page of a read).
 	dst = dst[:len(dst):len(dst)]
 	bs := len(dst)
-	if pd.flags&pageCompressed == 0 {
-		copy(dst, src)
-		return nil
-	}
 	n, err := dc.decode(dst, src, pd.flags)
 	if err == nil && n != bs {
 		err = fmt.Errorf("decompressed to %d bytes, want %d", n, bs)
