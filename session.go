@@ -352,16 +352,7 @@ func (s *Session) Kallsyms() (*kallsyms.Result, error) {
 		opt := s.opt.Kallsyms
 		opt.Lazy = s.opt.Lazy
 		// The session's target, where the caller left a field unknown.
-		mine, dump := &opt.Target, s.target()
-		if mine.ByteOrder == nil {
-			mine.ByteOrder = dump.ByteOrder
-		}
-		if mine.PtrSize == 0 {
-			mine.PtrSize = dump.PtrSize
-		}
-		if mine.PageSize == 0 {
-			mine.PageSize = dump.PageSize
-		}
+		opt.Target = opt.Target.Or(s.target())
 		s.kall, s.kallErr = kallsyms.Load(kmem, s.dump.Info(), opt)
 	})
 	return s.kall, s.kallErr

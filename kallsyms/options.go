@@ -47,11 +47,5 @@ type TableAddrs struct {
 // checkKnown checks the fields of t that are set (Load finds the others):
 // Check, with the unknown ones given values that pass it.
 func checkKnown(t memory.Target) error {
-	if t.ByteOrder == nil {
-		t.ByteOrder = binary.LittleEndian
-	}
-	if t.PtrSize == 0 {
-		t.PtrSize = 8
-	}
-	return t.Check()
+	return t.Or(memory.Target{ByteOrder: binary.LittleEndian, PtrSize: 8}).Check()
 }

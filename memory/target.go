@@ -29,6 +29,21 @@ type Target struct {
 	PageSize  int              // a power of two; 0: unknown
 }
 
+// Or returns t with each field it leaves unknown taken from d: a caller's
+// partial description completed by what the dump says, or by a default.
+func (t Target) Or(d Target) Target {
+	if t.ByteOrder == nil {
+		t.ByteOrder = d.ByteOrder
+	}
+	if t.PtrSize == 0 {
+		t.PtrSize = d.PtrSize
+	}
+	if t.PageSize == 0 {
+		t.PageSize = d.PageSize
+	}
+	return t
+}
+
 // ErrUnknownTarget means a decoder was not told a Target field it needs:
 // the dump's architecture is unknown (name it: vmcore.Options.Arch), or a
 // caller of the library left Options.Target zero.

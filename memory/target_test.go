@@ -62,3 +62,20 @@ func TestTargetDecode(t *testing.T) {
 	_, err = Target{}.ReadPointer(m, 0x1000)
 	assert.ErrorIs(t, err, ErrUnknownTarget)
 }
+
+// TestTargetOr: the fields a Target leaves unknown come from the other,
+// the ones it knows stay.
+func TestTargetOr(t *testing.T) {
+	be := Target{ByteOrder: binary.BigEndian}
+	d := Target{ByteOrder: binary.LittleEndian, PtrSize: 8, PageSize: 4096}
+	got := be.Or(d)
+	if got.ByteOrder != binary.ByteOrder(binary.BigEndian) || got.PtrSize != 8 || got.PageSize != 4096 {
+		t.Errorf("Or: %+v", got)
+	}
+	if got := (Target{}).Or(Target{}); got != (Target{}) {
+		t.Errorf("zero Or zero: %+v", got)
+	}
+	if got := d.Or(Target{ByteOrder: binary.BigEndian, PtrSize: 4, PageSize: 65536}); got != d {
+		t.Errorf("a known Target changed: %+v", got)
+	}
+}

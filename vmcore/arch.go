@@ -158,12 +158,9 @@ func resolveArch(c Arch, info *vmcoreinfo.Info, memOrder binary.ByteOrder) (Arch
 		return Arch{}, fmt.Errorf("architecture mismatch: Options.Arch says %s, VMCOREINFO says %s: %w", c.Name, vi, memory.ErrCorrupt)
 	}
 	if ai, ok := archInfo[c.Name]; ok {
-		if c.ByteOrder == nil {
-			c.ByteOrder = ai.bo // else keep the container's (aarch64_be, armeb)
-		}
-		if c.PtrSize == 0 {
-			c.PtrSize = ai.ptr
-		}
+		// The container's byte order stays where it has one (aarch64_be,
+		// armeb).
+		c.Target = c.Target.Or(memory.Target{ByteOrder: ai.bo, PtrSize: ai.ptr})
 	}
 	return c, nil
 }
