@@ -92,6 +92,15 @@ type ORCTables struct {
 	MayBeModule func(addr uint64) bool
 }
 
+// format is the entry layout of t: the one its Header names when it has
+// one, else Format.
+func (t ORCTables) format() (ORCFormat, error) {
+	if t.Header == nil {
+		return t.Format, nil
+	}
+	return ORCFormatForHeader(t.Header)
+}
+
 // ORCModule is one module's ORC tables for one of its text regions
 // [Start, End): N entries of orc_unwind_ip at IP, of orc_unwind at
 // Entries (the module's arch.orc_unwind_ip, arch.orc_unwind, num_orcs).
@@ -388,14 +397,11 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 	if t.IPStop < t.IPStart || (t.IPStop-t.IPStart)%4 != 0 || (t.IPStop-t.IPStart)/4 == 0 || (t.IPStop-t.IPStart)/4 > maxORCEntries {
 		return nil, Stop{Err: fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x) is not a table of 1 to %d entries: %w", t.IPStart, t.IPStop, maxORCEntries, ErrBadFrame)}
 	}
-	w := &orcWalker{kmem: kmem, t: t, format: t.Format, n: (t.IPStop - t.IPStart) / 4}
-	if t.Header != nil {
-		f, err := ORCFormatForHeader(t.Header)
-		if err != nil {
-			return nil, Stop{Err: err}
-		}
-		w.format = f
+	format, err := t.format()
+	if err != nil {
+		return nil, Stop{Err: err}
 	}
+	w := &orcWalker{kmem: kmem, t: t, format: format, n: (t.IPStop - t.IPStart) / 4}
 	var full [nRegs]uint64 // the registers known in full: the first frame's, or a pt_regs'
 	copy(full[:], regs)
 	haveFull := true
@@ -545,14 +551,11 @@ func ORCLookup(kmem memory.Reader, t ORCTables, ip uint64) (ORCEntry, error) {
 	if t.IPStop < t.IPStart || n == 0 || n > maxORCEntries {
 		return ORCEntry{}, fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x): %w", t.IPStart, t.IPStop, ErrBadFrame)
 	}
-	w := &orcWalker{kmem: kmem, t: t, format: t.Format, n: n}
-	if t.Header != nil {
-		f, err := ORCFormatForHeader(t.Header)
-		if err != nil {
-			return ORCEntry{}, err
-		}
-		w.format = f
+	format, err := t.format()
+	if err != nil {
+		return ORCEntry{}, err
 	}
+	w := &orcWalker{kmem: kmem, t: t, format: format, n: n}
 	e, err := w.find(ip)
 	if err != nil {
 		return ORCEntry{}, err
