@@ -132,3 +132,24 @@ func TestStdinInput(t *testing.T) {
 	assert.Equal(t, infoX86, string(d.VMCOREINFO()))
 	require.NoError(t, d.Close())
 }
+
+// FuzzDumpsIn: whatever a file in a directory given as the dump holds
+// (a magic, a wrapper around anything, a truncated header), listing the
+// directory ends, lists the file or not, and never panics.
+func FuzzDumpsIn(f *testing.F) {
+	f.Add(onePageCore())
+	f.Add(compress(f, "gzip", onePageCore()))
+	f.Add(compress(f, "zstd", onePageCore()))
+	f.Add(compress(f, "xz", []byte("x")))
+	f.Add([]byte("EMiL\x01\x00\x00\x00"))
+	f.Add([]byte("\x7fELF\x02\x02\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "f"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := dumpsIn(dir); len(got) > 1 {
+			t.Fatalf("one file listed as %v", got)
+		}
+	})
+}
