@@ -558,8 +558,9 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 		for _, q := range queries {
 			addrs := []uint64{q.addr}
 			if q.symbol {
-				if addrs = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
-					c.rep.miss(fmt.Sprintf("%q (no symbol %s%s)", q.arg, q.name, moduleSuffix(q.module)))
+				var why string
+				if addrs, why = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
+					c.rep.miss(fmt.Sprintf("%q (%s)", q.arg, why))
 					fmt.Fprintf(stdout, "%s ?\n", q.arg)
 					continue
 				}
