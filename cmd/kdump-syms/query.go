@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -157,8 +158,10 @@ func moduleMatches(filter, m string) bool {
 // is found.
 func resolveSymbolic(c *symfinder.Chain, q addrQuery) (addrs []uint64, why string) {
 	syms, err := c.Find(symfinder.Query{Kind: symfinder.ByName, Name: q.name})
-	if err != nil && len(syms) == 0 {
-		return nil, fmt.Sprintf("no symbol %s%s: %v", q.name, moduleSuffix(q.module), err)
+	var fe *symfinder.FinderError
+	if err != nil && errors.As(err, &fe) {
+		// Not in the finders that worked; the failure is reported apart.
+		return nil, fmt.Sprintf("no symbol %s%s in the finders that could be read", q.name, moduleSuffix(q.module))
 	}
 	var reasons []string
 	for _, s := range syms {
