@@ -315,6 +315,10 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 			return nil, usagef("--finders: %v", err)
 		}
 	}
+	for _, p := range s.Dump().CachedNow() {
+		// A copy of the evidence is kept: say so once, when it is made.
+		fmt.Fprintf(stderr, "kdump-syms: kept the decompressed dump as %s for the next run (at most 4 GiB in all, least recently used removed first; --no-cache: keep none)\n", p)
+	}
 	c.checkSplit(s, paths[0])
 	for _, f := range s.Chain().Finders() {
 		if f.Enabled {
