@@ -321,6 +321,19 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 		fmt.Fprintf(stderr, "kdump-syms: kept the decompressed dump as %s for the next run (at most 4 GiB in all, least recently used removed first; --no-cache: keep none)\n", p)
 	}
 	c.checkSplit(s, paths[0])
+	// Symbol files the user gave are checked against the dump now, not
+	// only when a lookup reaches them: one of another build is reported
+	// even where the dump's own finders answer first.
+	for _, f := range s.Chain().Finders() {
+		if !f.Enabled || !slices.Contains([]string{kdumpsyms.FinderVMLinux, kdumpsyms.FinderSystemMap, kdumpsyms.FinderKallsymsFile}, f.Name) {
+			continue
+		}
+		if fi, ok := s.Chain().Finder(f.Name); ok {
+			if err := fi.Find(symfinder.Query{Kind: symfinder.ByName, Name: "_stext"}, func(symfinder.Symbol) bool { return false }); err != nil {
+				c.rep.addFrom(f.Name, err)
+			}
+		}
+	}
 	for _, f := range s.Chain().Finders() {
 		if f.Enabled {
 			c.rep.finders = append(c.rep.finders, f.Name)
@@ -580,7 +593,7 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 			addrs := []uint64{q.addr}
 			if q.symbol {
 				var why string
-				if addrs, why = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
+				if addrs, why = resolveSymbolic(lk, q); len(addrs) == 0 {
 					c.rep.miss(fmt.Sprintf("%q (%s)", q.arg, why))
 					if asJSON {
 						if err := enc.Encode(addrJSON{Query: q.arg, Error: why}); err != nil {
