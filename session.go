@@ -355,10 +355,41 @@ func (s *Session) Phase(name string, f func() error) error {
 	return err
 }
 
-// KASLROffset returns VMCOREINFO's KERNELOFFSET.
+// KASLROffset returns how far the kernel was moved from its link-time
+// address: VMCOREINFO's KERNELOFFSET. Where the kernel writes none, it is
+// found where the dump determines it: on riscv64, from NUMBER(KERNEL_LINK_ADDR)
+// and _start, the image's first symbol (decoding kallsyms); on 32-bit ARM,
+// which has no KASLR, 0. It is unknown (false) elsewhere: i386 writes no
+// KERNELOFFSET although it randomizes.
 func (s *Session) KASLROffset() (uint64, bool) {
-	if in := s.dump.Info(); in != nil {
-		return in.KernelOffset()
+	in := s.dump.Info()
+	if in == nil {
+		return 0, false
+	}
+	if off, ok := in.KernelOffset(); ok {
+		return off, true
+	}
+	switch s.dump.Arch().Name {
+	case "arm":
+		return 0, true
+	case "riscv64":
+		link, ok := in.Number("KERNEL_LINK_ADDR")
+		if !ok {
+			return 0, false
+		}
+		k, err := s.Kallsyms()
+		if err != nil {
+			return 0, false
+		}
+		var start []uint64
+		_ = k.Finder().Find(symfinder.Query{Kind: symfinder.ByName, Name: "_start"}, func(sym symfinder.Symbol) bool {
+			start = append(start, sym.Addr)
+			return true
+		})
+		if len(start) != 1 || start[0] < link {
+			return 0, false
+		}
+		return start[0] - link, true
 	}
 	return 0, false
 }

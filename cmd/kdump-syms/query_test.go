@@ -265,3 +265,33 @@ func TestIssue28JSON(t *testing.T) {
 	code, _, _ = runCLI("addr", "--format", "json", dump, "-")
 	assert.Equal(t, exitUsage, code)
 }
+
+// TestIssue28SystemMapNeedsOffset: a System.map holds link-time addresses;
+// where the KASLR offset is unknown (i386 writes no KERNELOFFSET, and its
+// corpus kernel ran 0xa000000 above its link address) none is written
+// instead of runtime addresses passed off as link-time ones. riscv64's
+// offset comes from NUMBER(KERNEL_LINK_ADDR) and _start, 32-bit ARM's is 0.
+func TestIssue28SystemMapNeedsOffset(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		guest string
+		ok    bool
+	}{{"deb11-5.10-i386", false}, {"deb13-6.12-riscv64", true}, {"deb13-6.12-armhf", true}} {
+		g := testutil.CorpusGuestNamed(t, tc.guest)
+		f, ok := g.OneDump()
+		if !ok {
+			continue
+		}
+		paths, _ := g.DumpPaths(f)
+		code, stdout, stderr := runCLI("all", "--format", "system.map", paths[0])
+		if !tc.ok {
+			assert.Equal(t, exitError, code, tc.guest)
+			assert.Contains(t, stderr, "KASLR offset is unknown", tc.guest)
+			assert.Empty(t, stdout, tc.guest)
+			continue
+		}
+		require.Equal(t, exitOK, code, "%s: %s", tc.guest, stderr)
+		st := truthSymbol(t, g, "", "_stext")
+		assert.Contains(t, stdout, fmt.Sprintf("%0*x T _stext\n", 2*g.PtrSize(), st.Addr), tc.guest)
+	}
+}
