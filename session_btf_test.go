@@ -201,3 +201,44 @@ func TestIssue28ForeignSymbolFile(t *testing.T) {
 		})
 	}
 }
+
+// TestIssue29LookupMissIsShort: a library Lookup that misses on a dump
+// whose module finder could not load returns one short ErrNotFound naming
+// that finder, and the finder's error is kept once in Chain.Failures.
+func TestIssue29LookupMissIsShort(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb14-7.2-armhf")
+	f, ok := g.OneDump()
+	if !ok {
+		t.Skip("no dump of deb14-7.2-armhf")
+	}
+	paths, _ := g.DumpPaths(f)
+	// No BTF in this kernel: with layouts from BTF only, modules cannot load.
+	s, err := kdumpsyms.Open(kdumpsyms.Options{Layouts: kdumpsyms.LayoutsBTF}, paths...)
+	require.NoError(t, err)
+	defer s.Close()
+	mods := g.Modules(t)
+	require.NotEmpty(t, mods)
+	for range 3 {
+		_, err = s.Chain().Lookup(mods[0].Addr + 0x10)
+		require.ErrorIs(t, err, symfinder.ErrNotFound)
+		assert.LessOrEqual(t, len(err.Error()), 200, err.Error())
+		var nf *symfinder.NotFoundError
+		require.ErrorAs(t, err, &nf)
+		assert.Contains(t, nf.Unconsulted, kdumpsyms.FinderModules)
+	}
+	// Each finder that failed, once, however many lookups reached it; the
+	// four share one root cause (one NeedsError.Err), which the CLI prints
+	// once.
+	var names []string
+	var roots []error
+	for _, f := range s.Chain().Failures() {
+		names = append(names, f.Finder)
+		var ne *kdumpsyms.NeedsError
+		require.ErrorAs(t, f, &ne)
+		roots = append(roots, ne.Err)
+	}
+	assert.Equal(t, []string{kdumpsyms.FinderModules, kdumpsyms.FinderFtrace, kdumpsyms.FinderBPF, kdumpsyms.FinderKprobes}, names)
+	for _, r := range roots {
+		assert.Same(t, roots[0], r)
+	}
+}

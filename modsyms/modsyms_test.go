@@ -209,7 +209,8 @@ func TestFilteredModule(t *testing.T) {
 	assert.ErrorIs(t, ferr, memory.ErrNotSaved, "Find reports the failed module after yielding the rest")
 	assert.Equal(t, []string{"0000000000001000 t a1\t[a]", "0000000000003000 t c1\t[c]"}, lines)
 
-	// Through a chain, a hit hides the error; a miss reports it.
+	// Through a chain, a hit hides the error; a miss names the finder, and
+	// the chain keeps its error once.
 	ch, err := symfinder.NewChain(set)
 	require.NoError(t, err)
 	s, err := ch.Lookup(0x3000)
@@ -217,7 +218,11 @@ func TestFilteredModule(t *testing.T) {
 	assert.Equal(t, "c1", s.Name)
 	_, err = ch.Lookup(0x2000)
 	assert.ErrorIs(t, err, symfinder.ErrNotFound)
-	assert.ErrorIs(t, err, memory.ErrNotSaved)
+	var nf *symfinder.NotFoundError
+	require.ErrorAs(t, err, &nf)
+	assert.Equal(t, []string{FinderName}, nf.Unconsulted)
+	require.Len(t, ch.Failures(), 1)
+	assert.ErrorIs(t, ch.Failures()[0], memory.ErrNotSaved)
 }
 
 func TestHostile(t *testing.T) {

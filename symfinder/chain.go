@@ -1,10 +1,10 @@
 package symfinder
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -16,6 +16,9 @@ import (
 type Chain struct {
 	mu      sync.RWMutex
 	entries []chainEntry
+
+	failMu   sync.Mutex
+	failures []*FinderError // the first failure of each finder, in the order they happened
 }
 
 type chainEntry struct {
@@ -158,11 +161,57 @@ type FinderError struct {
 func (e *FinderError) Error() string { return "symfinder: " + e.Finder + ": " + e.Err.Error() }
 func (e *FinderError) Unwrap() error { return e.Err }
 
-// first asks each enabled finder in turn and returns the first hit. Errors
-// of finders that failed are returned with ErrNotFound when nothing was
-// found, and dropped when a later finder answered.
+// NotFoundError is a chain's answer to a query no enabled finder has a
+// symbol for. Unconsulted names the finders that could not be consulted
+// (their errors are in Chain.Failures, each once): the symbol may be
+// theirs, so the miss is not an answer about the kernel. It matches
+// ErrNotFound, and stays one short line however many finders failed.
+type NotFoundError struct {
+	What        string // "address 0x…", "name \"…\"", "by name"
+	Unconsulted []string
+}
+
+func (e *NotFoundError) Error() string {
+	s := "symfinder: " + e.What + ": " + ErrNotFound.Error()
+	if len(e.Unconsulted) > 0 {
+		s += " (not consulted: " + strings.Join(e.Unconsulted, ", ") + "; see Chain.Failures)"
+	}
+	return s
+}
+
+// Is reports ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// fail records that finder f could not be consulted; each finder's first
+// failure is kept.
+func (c *Chain) fail(f Finder, err error) *FinderError {
+	fe := &FinderError{Finder: f.Name(), Err: err}
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	for _, old := range c.failures {
+		if old.Finder == fe.Finder {
+			return old
+		}
+	}
+	c.failures = append(c.failures, fe)
+	return fe
+}
+
+// Failures returns every finder that could not be consulted by a query so
+// far, each once with its first error, in the order they failed. A lookup
+// that misses only names them (NotFoundError.Unconsulted), so that a
+// caller reports each root cause once.
+func (c *Chain) Failures() []*FinderError {
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	return slices.Clone(c.failures)
+}
+
+// first asks each enabled finder in turn and returns the first hit. When
+// nothing was found the error is a *NotFoundError naming the finders that
+// failed (recorded for Failures).
 func (c *Chain) first(q Query) (Symbol, error) {
-	var errs []error
+	var failed []string
 	for _, f := range c.enabled() {
 		var s Symbol
 		found := false
@@ -171,7 +220,7 @@ func (c *Chain) first(q Query) (Symbol, error) {
 			return s, nil
 		}
 		if err != nil {
-			errs = append(errs, &FinderError{Finder: f.Name(), Err: err})
+			failed = append(failed, c.fail(f, err).Finder)
 		}
 	}
 	var what string
@@ -180,12 +229,13 @@ func (c *Chain) first(q Query) (Symbol, error) {
 	} else {
 		what = fmt.Sprintf("name %q", q.Name)
 	}
-	return Symbol{}, errors.Join(append([]error{fmt.Errorf("symfinder: %s: %w", what, ErrNotFound)}, errs...)...)
+	return Symbol{}, &NotFoundError{What: what, Unconsulted: failed}
 }
 
 // Lookup returns the best symbol containing addr: the first hit of the
-// first enabled finder that has one. Finding nothing is an error wrapping
-// ErrNotFound (joined with the errors of finders that failed).
+// first enabled finder that has one. Finding nothing is a *NotFoundError
+// (it matches ErrNotFound); finders that failed are named in it and their
+// errors kept in Failures.
 func (c *Chain) Lookup(addr uint64) (Symbol, error) { return c.first(Query{Kind: ByAddr, Addr: addr}) }
 
 // LookupName returns the first symbol named name, as Lookup does.
@@ -194,18 +244,25 @@ func (c *Chain) LookupName(name string) (Symbol, error) {
 }
 
 // Find returns every hit of every enabled finder for q, in finder order. It
-// fails only when nothing was found: with ErrNotFound, joined with the
-// errors of finders that could not be consulted.
+// fails only when nothing was found: with a *NotFoundError naming the
+// finders that could not be consulted (their errors in Failures).
 func (c *Chain) Find(q Query) ([]Symbol, error) {
 	var out []Symbol
-	var errs []error
+	var failed []string
 	for _, f := range c.enabled() {
 		if err := f.Find(q, func(s Symbol) bool { out = append(out, s); return true }); err != nil {
-			errs = append(errs, &FinderError{Finder: f.Name(), Err: err})
+			failed = append(failed, c.fail(f, err).Finder)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.Join(append([]error{fmt.Errorf("symfinder: %v: %w", q.Kind, ErrNotFound)}, errs...)...)
+		what := q.Kind.String()
+		switch q.Kind {
+		case ByAddr:
+			what = fmt.Sprintf("address %#x", q.Addr)
+		case ByName:
+			what = fmt.Sprintf("name %q", q.Name)
+		}
+		return nil, &NotFoundError{What: what, Unconsulted: failed}
 	}
 	return out, nil
 }
@@ -227,7 +284,7 @@ func (c *Chain) All() iter.Seq2[Symbol, error] {
 			if stopped {
 				return
 			}
-			if err != nil && !yield(Symbol{}, &FinderError{Finder: f.Name(), Err: err}) {
+			if err != nil && !yield(Symbol{}, c.fail(f, err)) {
 				return
 			}
 		}

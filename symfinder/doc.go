@@ -6,8 +6,10 @@
 //
 // A caller plugs its own source in by implementing Finder (or wrapping a
 // function in [FinderFunc]) and adding it to a Chain. Finding nothing is
-// never an error for a finder; only the Chain's single-result lookups turn
-// "no finder had it" into an error wrapping [ErrNotFound].
+// never an error for a finder; only the Chain turns "no finder had it" into
+// a [NotFoundError] (it matches [ErrNotFound]), which names the finders
+// that failed; [Chain.Failures] keeps each one's error once, so that a
+// caller reports every root cause once.
 //
 // Lookups by address follow the kernel's own rules where a source sets
 // them (Builder.SetExtents, KernelRanges): a symbol covers up to the next

@@ -264,8 +264,8 @@ func (o *oopsReader) checkFrame(t token, addr uint64, hasAddr, frame bool) strin
 		return ""
 	}
 	syms, err := o.r.Find(symfinder.Query{Kind: symfinder.ByName, Name: t.name})
-	var fe *symfinder.FinderError
-	if err != nil && errors.As(err, &fe) {
+	var nf *symfinder.NotFoundError
+	if errors.As(err, &nf) && len(nf.Unconsulted) > 0 {
 		return "" // a finder failed: the dump cannot say (reported apart)
 	}
 	var sizes []string

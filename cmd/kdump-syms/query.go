@@ -158,8 +158,8 @@ func moduleMatches(filter, m string) bool {
 // is found.
 func resolveSymbolic(c oopsResolver, q addrQuery) (addrs []uint64, why string) {
 	syms, err := c.Find(symfinder.Query{Kind: symfinder.ByName, Name: q.name})
-	var fe *symfinder.FinderError
-	if err != nil && errors.As(err, &fe) {
+	var nf *symfinder.NotFoundError
+	if errors.As(err, &nf) && len(nf.Unconsulted) > 0 {
 		// Not in the finders that worked; the failure is reported apart.
 		return nil, fmt.Sprintf("no symbol %s%s in the finders that could be read", q.name, moduleSuffix(q.module))
 	}

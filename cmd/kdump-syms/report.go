@@ -31,6 +31,9 @@ type report struct {
 	// disagreements are what the user gave that the dump contradicts.
 	disagreements []string
 	finders       []string // the enabled finders, when misses are possible
+	// chain, once the dump is open, holds the failures a lookup's
+	// NotFoundError only names.
+	chain *symfinder.Chain
 }
 
 // cause is one root cause: the source that failed with it first, the
@@ -52,6 +55,19 @@ func (r *report) add(err error) {
 	if subs := joined(err); subs != nil {
 		for _, e := range subs {
 			r.add(e)
+		}
+		return
+	}
+	var nf *symfinder.NotFoundError
+	if errors.As(err, &nf) {
+		// A miss is not a failure; the finders it could not consult are,
+		// each recorded once by the chain.
+		if r.chain != nil {
+			for _, f := range r.chain.Failures() {
+				if slices.Contains(nf.Unconsulted, f.Finder) {
+					r.add(f)
+				}
+			}
 		}
 		return
 	}

@@ -320,6 +320,7 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 		// A copy of the evidence is kept: say so once, when it is made.
 		fmt.Fprintf(stderr, "kdump-syms: kept the decompressed dump as %s for the next run (at most 4 GiB in all, least recently used removed first; --no-cache: keep none)\n", p)
 	}
+	c.rep.chain = s.Chain()
 	c.checkSplit(s, paths[0])
 	// Symbol files the user gave are checked against the dump now, not
 	// only when a lookup reaches them: one of another build is reported
