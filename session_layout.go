@@ -248,12 +248,11 @@ func (s *Session) moduleHead() (uint64, error) {
 				cfg.Ranges = append(cfg.Ranges, [2]uint64{lo, hi})
 			}
 		}
-		if a := s.dump.Arch().Name; a == "ppc64le" || a == "ppc64" {
-			// Book3S-64 allocates modules in vmalloc, from its start
-			// (no MODULES_VADDR): 0xc008000000000000 on 6.12.
-			if lo, ok := in.Number("VMALLOC_START"); ok && lo+moduleWindow > lo {
-				cfg.Ranges = append(cfg.Ranges, [2]uint64{lo, lo + moduleWindow})
-			}
+		// Where the architecture's layout places module memory and
+		// VMCOREINFO does not say (ppc64: the start of vmalloc; s390x:
+		// below the kernel image, or the top of the address space).
+		if tr, err := s.dump.Translator(); err == nil {
+			cfg.Ranges = append(cfg.Ranges, tr.Layout().Modules...)
 		}
 		if stext, ok := syms("_stext"); ok {
 			lo, hi := stext-moduleWindow, stext+moduleWindow

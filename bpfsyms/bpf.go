@@ -68,9 +68,8 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 		return nil, err
 	} else if empty {
 		// Nothing to read, so no struct layouts needed.
-	} else if _, err := ld.src.Struct("bpf_ksym", "start", "end", "name", "lnode"); err == nil {
-		err = ld.bpfKsyms(head, b)
-		if err != nil {
+	} else if kl, err := ld.ksymLayout(); err == nil {
+		if err := ld.bpfKsyms(head, kl, b); err != nil {
 			return nil, err
 		}
 	} else if _, err2 := ld.src.Struct("bpf_prog_aux", "ksym_lnode", "prog"); err2 == nil {
@@ -78,7 +77,16 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 			return nil, err
 		}
 	} else {
-		return nil, fmt.Errorf("bpfsyms: %s has neither struct bpf_ksym (v5.7+) nor bpf_prog_aux.ksym_lnode (v4.11–v5.6): %w (%w)", ld.src.Describe(), err, ErrMissingInfo)
+		// No layout of either generation (no BTF): struct bpf_ksym's,
+		// inferred from the list's first entry and checked on its last.
+		kl, ierr := ld.bpfInferred(head)
+		if ierr != nil {
+			_, serr := ld.src.Struct("bpf_ksym", "start", "end", "name", "lnode")
+			return nil, fmt.Errorf("bpfsyms: %s has neither struct bpf_ksym (v5.7+) nor bpf_prog_aux.ksym_lnode (v4.11–v5.6): %w (%w); inferring it: %w", ld.src.Describe(), serr, ErrMissingInfo, ierr)
+		}
+		if err := ld.bpfKsyms(head, kl, b); err != nil {
+			return nil, err
+		}
 	}
 	ix, err := b.Build()
 	if err != nil {
@@ -98,39 +106,96 @@ func (ld *loader) set(name string, groups []group) (*Set, error) {
 // whose first and last entries are struct bpf_ksym with a "bpf_" name and
 // a sane range (v5.7+ layouts; before, the list alone).
 func (ld *loader) bpfHead(c uint64) error {
-	ks, read, err := ld.structOf("bpf_ksym", "start", "end", "name", "lnode")
+	kl, err := ld.ksymLayout()
 	if err != nil {
 		if _, err2 := ld.src.Struct("bpf_prog_aux", "ksym_lnode", "prog"); err2 == nil {
 			return ld.ring(c, nil)
 		}
-		// Without a layout only an empty list can be recognised.
-		return ld.ring(c, func(uint64) error { return err })
+		// Without a layout, the one the list's entries validate.
+		return ld.ring(c, func(n uint64) error {
+			_, err := ld.inferKsym(n)
+			return err
+		})
 	}
-	start, end, name, lnode := ld.field(ks, "start"), ld.field(ks, "end"), ld.field(ks, "name"), ld.field(ks, "lnode")
-	return ld.ring(c, func(n uint64) error {
-		a, err := container(n, lnode.off)
-		if err != nil {
-			return err
-		}
-		buf, err := ld.read(a, read)
-		if err != nil {
-			return err
-		}
-		nm, ok := cstr(buf[name.off:min(name.off+name.size, uint64(len(buf)))])
-		if !ok || !strings.HasPrefix(string(nm), "bpf_") {
-			return corrupt("struct bpf_ksym at %#x: name %q is no BPF symbol's", a, nm)
-		}
-		return checkRange(ld.uint(buf, start), ld.uint(buf, end))
-	})
+	return ld.ring(c, func(n uint64) error { return ld.ksymAt(n, kl) })
 }
 
-// bpfKsyms walks struct bpf_ksym entries (v5.7+) linked through lnode.
-func (ld *loader) bpfKsyms(head uint64, b *symfinder.Builder) error {
+// ksymLayout is what the walk reads of struct bpf_ksym.
+type ksymLayout struct {
+	start, end, name, lnode fld
+	read                    uint64
+}
+
+// ksymLayout returns struct bpf_ksym's layout from the layout source.
+func (ld *loader) ksymLayout() (ksymLayout, error) {
 	ks, read, err := ld.structOf("bpf_ksym", "start", "end", "name", "lnode")
+	if err != nil {
+		return ksymLayout{}, err
+	}
+	return ksymLayout{start: ld.field(ks, "start"), end: ld.field(ks, "end"), name: ld.field(ks, "name"), lnode: ld.field(ks, "lnode"), read: read}, nil
+}
+
+// ksymAt checks that the list node n is the lnode of a struct bpf_ksym
+// laid out as kl: a "bpf_" name (bpf_prog_, bpf_trampoline_,
+// bpf_dispatcher_: every BPF symbol the kernel lists) and a sane range.
+func (ld *loader) ksymAt(n uint64, kl ksymLayout) error {
+	a, err := container(n, kl.lnode.off)
 	if err != nil {
 		return err
 	}
-	start, end, name, lnode := ld.field(ks, "start"), ld.field(ks, "end"), ld.field(ks, "name"), ld.field(ks, "lnode")
+	buf, err := ld.read(a, kl.read)
+	if err != nil {
+		return err
+	}
+	nm, ok := cstr(buf[kl.name.off:min(kl.name.off+kl.name.size, uint64(len(buf)))])
+	if !ok || !strings.HasPrefix(string(nm), "bpf_") {
+		return corrupt("struct bpf_ksym at %#x: name %q is no BPF symbol's", a, nm)
+	}
+	return checkRange(ld.uint(buf, kl.start), ld.uint(buf, kl.end))
+}
+
+// ksymNameLens are the values KSYM_NAME_LEN has had (include/linux/
+// kallsyms.h): 128, and 512 from v6.1 ("kallsyms: increase maximum kernel
+// symbol length to 512").
+var ksymNameLens = [...]uint64{128, 512}
+
+// inferKsym infers struct bpf_ksym's layout, for a kernel without BTF,
+// from the list node n. The struct (include/linux/bpf.h, v5.7 to 7.x;
+// not __randomize_layout) begins
+//
+//	unsigned long start, end; char name[KSYM_NAME_LEN]; struct list_head lnode;
+//
+// so the layout is fixed but for KSYM_NAME_LEN: the one of ksymNameLens
+// under which n is a bpf_ksym (ksymAt) is taken; none, or both, is an
+// error.
+func (ld *loader) inferKsym(n uint64) (ksymLayout, error) {
+	var found []ksymLayout
+	var last error
+	for _, l := range ksymNameLens {
+		p := ld.ptr
+		kl := ksymLayout{
+			start: fld{off: 0, size: p, ok: true}, end: fld{off: p, size: p, ok: true},
+			name: fld{off: 2 * p, size: l, ok: true}, lnode: fld{off: 2*p + l, size: 2 * p, ok: true},
+			read: 2*p + l + 2*p,
+		}
+		if err := ld.ksymAt(n, kl); err != nil {
+			last = err
+			continue
+		}
+		found = append(found, kl)
+	}
+	switch len(found) {
+	case 0:
+		return ksymLayout{}, fmt.Errorf("bpfsyms: no struct bpf_ksym layout (name of 128 or 512 bytes before lnode) fits the list node %#x: %w", n, last)
+	case 1:
+		return found[0], nil
+	}
+	return ksymLayout{}, missing("the list node %#x is a struct bpf_ksym with a name of both 128 and 512 bytes: ambiguous", n)
+}
+
+// bpfKsyms walks struct bpf_ksym entries (v5.7+) linked through lnode.
+func (ld *loader) bpfKsyms(head uint64, kl ksymLayout, b *symfinder.Builder) error {
+	start, end, name, lnode, read := kl.start, kl.end, kl.name, kl.lnode, kl.read
 	if name.size == 0 || name.size > maxNameLen {
 		return missing("%s: bpf_ksym.name of %d bytes", ld.src.Describe(), name.size)
 	}
@@ -312,4 +377,25 @@ func (ld *loader) btfFuncName(l *auxLayout, aux []byte) (string, error) {
 		return "", err
 	}
 	return memory.CString(ld.kmem, ld.uint(bt, l.btfStrings)+uint64(off), oldKsymNameLen)
+}
+
+// bpfInferred infers struct bpf_ksym's layout from the first entry of the
+// list at head, and checks it on the last.
+func (ld *loader) bpfInferred(head uint64) (ksymLayout, error) {
+	first, err := ld.pointer(head + ld.next)
+	if err != nil {
+		return ksymLayout{}, err
+	}
+	kl, err := ld.inferKsym(first)
+	if err != nil {
+		return ksymLayout{}, err
+	}
+	last, err := ld.pointer(head + ld.prev)
+	if err != nil {
+		return ksymLayout{}, err
+	}
+	if err := ld.ksymAt(last, kl); err != nil {
+		return ksymLayout{}, fmt.Errorf("bpfsyms: struct bpf_ksym layout inferred from the first entry: the last, %#x: %w", last, err)
+	}
+	return kl, nil
 }

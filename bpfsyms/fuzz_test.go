@@ -109,7 +109,13 @@ func FuzzWalk(f *testing.F) {
 			lay = oldLayout
 		}
 		opt := Options{Layout: lay, Target: fuzzTarget, maxEntries: fuzzMaxEntries}
-		for _, load := range loaders {
+		// The BPF loader once more without layouts: struct bpf_ksym's
+		// inferred from the entries (a kernel without BTF).
+		noLayout := func(m *fakeMem, opt Options) (*Set, error) {
+			opt.Layout = fakeLayout{"list_head": synthLayout["list_head"]}
+			return LoadBPF(m, syms, opt)
+		}
+		for _, load := range append(loaders, noLayout) {
 			s, err := load(m, opt)
 			if s == nil {
 				if err == nil {

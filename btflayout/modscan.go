@@ -89,6 +89,12 @@ func FindModuleList(kmem memory.Reader, cfg ModuleScanConfig) (uint64, *Inferred
 	var lastErr error
 	var read uint64
 	seenHeads := map[uint64]bool{}
+	// The unit an absent page cuts a chunk at: the kernel's page (64 KiB
+	// on Debian's ppc64el 6.1), else 4 KiB.
+	page := uint64(4096)
+	if ps := cfg.Target.PageSize; ps > 0 {
+		page = uint64(ps)
+	}
 	for _, a := range areas {
 		size := min(a[1]-a[0], maxScanArea)
 		for off := uint64(0); off < size; {
@@ -101,7 +107,7 @@ func FindModuleList(kmem memory.Reader, cfg ModuleScanConfig) (uint64, *Inferred
 			data := readUpTo(kmem, a[0]+off, min(scanChunk+64, size-off))
 			step := uint64(scanChunk)
 			if uint64(len(data)) < min(scanChunk+64, size-off) {
-				step = min(step, (uint64(len(data))/4096+1)*4096)
+				step = min(step, (uint64(len(data))/page+1)*page)
 			}
 			read += uint64(len(data))
 			for o := uint64(0); o+2*p+(64-p) <= uint64(len(data)) && o < step; o += p {

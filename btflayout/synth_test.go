@@ -595,3 +595,60 @@ func TestFindModuleListPageTables(t *testing.T) {
 		})
 	}
 }
+
+// holeCounter counts the reads that fail in [lo, hi).
+type holeCounter struct {
+	m      memory.Reader
+	lo, hi uint64
+	n      int
+}
+
+func (h *holeCounter) ReadAt(p []byte, addr uint64) (int, error) {
+	n, err := h.m.ReadAt(p, addr)
+	if err != nil && addr >= h.lo && addr < h.hi {
+		h.n++
+	}
+	return n, err
+}
+
+// TestFindModuleListPageSize: a module area whose first 64 KiB page is
+// not in the dump (a ppc64 kernel with 64 KiB pages) is scanned past that
+// page in one step when the Target names the page size, and found either
+// way.
+func TestFindModuleListPageSize(t *testing.T) {
+	c := synthCases[0]
+	k := c.build(t)
+	const page = 64 << 10
+	runs := sparseMapped(k.mem)
+	// The first run starts one absent 64 KiB page earlier.
+	mapped := func(lo, hi uint64, yield func(start, end uint64) bool) error {
+		first := true
+		return runs(lo, hi, func(s, e uint64) bool {
+			if first {
+				first = false
+				s = (s - page) &^ (page - 1)
+			}
+			return yield(s, e)
+		})
+	}
+	var holeLo uint64
+	require.NoError(t, runs(c.addr(synthModLo), c.addr(synthModLo+1<<28), func(s, _ uint64) bool {
+		holeLo = (s - page) &^ (page - 1)
+		return false
+	}))
+	for _, ps := range []int{0, page} {
+		hc := &holeCounter{m: k.mem, lo: holeLo, hi: holeLo + page}
+		cfg := ModuleScanConfig{InferConfig: c.config(k), Mapped: mapped,
+			Ranges: [][2]uint64{{c.addr(synthModLo), c.addr(synthModLo + 1<<28)}}}
+		cfg.Target.PageSize = ps
+		head, _, err := FindModuleList(hc, cfg)
+		require.NoError(t, err, "page size %d", ps)
+		assert.Equal(t, k.head, head)
+		t.Logf("page size %d: %d failed reads in the absent page at %#x", ps, hc.n, holeLo)
+		if ps == page {
+			assert.LessOrEqual(t, hc.n, 2, "reads that failed in the absent 64 KiB page")
+		} else {
+			assert.Greater(t, hc.n, 2, "4 KiB steps through the absent page")
+		}
+	}
+}

@@ -40,18 +40,20 @@ import (
 // only in the hashed page table, which this package does not read, and
 // is translated by the fast path alone.
 const (
-	ppcPageOffset   = 0xc000000000000000    // PAGE_OFFSET, KERNELBASE
-	ppcPresent      = 1 << 63               // _PAGE_PRESENT
-	ppcLeaf         = 1 << 62               // _PAGE_PTE
-	ppcMaskedBits   = 0xc0000000000000ff    // PMD_MASKED_BITS: not the next table's address
-	ppcRPNMask      = (1<<53 - 1) &^ 0xfff  // PTE_RPN_MASK (_PAGE_PA_MAX = 53; hash keeps HPTE slot bits above)
-	ppcRadixVirt    = 0xc008000000000000    // RADIX_KERN_VIRT_START, H_KERN_VIRT_START (64K)
-	ppcHash4KVirt   = 0xc000100000000000    // H_KERN_VIRT_START (4K)
-	ppcQuadrantMask = 0x3fffffffffffffff    // the EA less its quadrant
-	ppcLevels       = 4                     // pgd, pud, pmd, pte
-	ppcEntrySize    = 8                     // bytes per entry
-	ppcLinearBound  = ppcPageOffset + 1<<52 // no linear map reaches further
-	ppcMinVirtStart = ppcPageOffset + 1<<30 // a KERN_VIRT_START below is not a kernel's
+	ppcPageOffset    = 0xc000000000000000    // PAGE_OFFSET, KERNELBASE
+	ppcPresent       = 1 << 63               // _PAGE_PRESENT
+	ppcLeaf          = 1 << 62               // _PAGE_PTE
+	ppcMaskedBits    = 0xc0000000000000ff    // PMD_MASKED_BITS: not the next table's address
+	ppcRPNMask       = (1<<53 - 1) &^ 0xfff  // PTE_RPN_MASK (_PAGE_PA_MAX = 53; hash keeps HPTE slot bits above)
+	ppcRadixVirt     = 0xc008000000000000    // RADIX_KERN_VIRT_START, H_KERN_VIRT_START (64K)
+	ppcHash4KVirt    = 0xc000100000000000    // H_KERN_VIRT_START (4K)
+	ppcQuadrantMask  = 0x3fffffffffffffff    // the EA less its quadrant
+	ppcLevels        = 4                     // pgd, pud, pmd, pte
+	ppcEntrySize     = 8                     // bytes per entry
+	ppcLinearBound   = ppcPageOffset + 1<<52 // no linear map reaches further
+	ppcHash4KVmalloc = 0xc0003d0000000000    // H_KERN_VIRT_START (4K), 6.1 and 6.12's hash-4k.h
+	ppcModuleWindow  = 2 << 30               // the part of vmalloc searched for modules
+	ppcMinVirtStart  = ppcPageOffset + 1<<30 // a KERN_VIRT_START below is not a kernel's
 )
 
 // ppcLevelNames names the tables by level (1 = pte).
@@ -181,7 +183,7 @@ func newPPC64(cfg Config) (*translator, error) {
 		return nil, fmt.Errorf("vtop: ppc64: VMALLOC_START %#x is not in the kernel's quadrant: %w", vmalloc, memory.ErrCorrupt)
 	}
 	// linear sets the linear map's fast path: up to VMALLOC_START, else
-	// up to the MMU's KERN_VIRT_START.
+	// up to the MMU's KERN_VIRT_START; and the module areas.
 	linear := func(isRadix bool) {
 		virt := uint64(ppcRadixVirt)
 		switch {
@@ -192,6 +194,7 @@ func newPPC64(cfg Config) (*translator, error) {
 		}
 		t.fast = []FastPath{{Name: "linear map (PAGE_OFFSET)", Start: ppcPageOffset, Last: virt - 1, Delta: ppcPageOffset}}
 		t.layout.DirectMap, t.layout.DirectMapSource = ppcPageOffset, "PAGE_OFFSET"
+		t.layout.Modules = ppcModuleAreas(vmalloc, haveVmalloc, isRadix, shift)
 	}
 	mmu := func(r bool) string {
 		if r {
@@ -249,4 +252,29 @@ func newPPC64(cfg Config) (*translator, error) {
 	t.walk = p.walk
 	t.pt = p.ptWalker
 	return t, nil
+}
+
+// ppcModuleAreas returns where Book3S-64 allocates module memory: from
+// VMALLOC_START up (arch/powerpc/kernel/module.c, 6.1 module_alloc and
+// 6.12 execmem_arch_setup: MODULES_VADDR is defined for 32-bit Book3S and
+// 8xx only, 64-bit allocates in [VMALLOC_START, VMALLOC_END)), lowest
+// address first, so the first ppcModuleWindow bytes of vmalloc. VMALLOC_START
+// is NUMBER(VMALLOC_START) where the kernel prints it (v6.9+), else
+// KERN_VIRT_START (book3s/64/{radix,hash-64k,hash-4k}.h): 0xc008000000000000
+// under radix and under hash with 64 KiB pages; under hash with 4 KiB pages
+// 0xc0003d0000000000 (6.1, 6.12), and 0xc000100000000000 in older
+// hash-4k.h, tried second.
+func ppcModuleAreas(vmalloc uint64, haveVmalloc, isRadix bool, pageShift uint) [][2]uint64 {
+	starts := []uint64{ppcRadixVirt}
+	switch {
+	case haveVmalloc:
+		starts = []uint64{vmalloc}
+	case !isRadix && pageShift == 12:
+		starts = []uint64{ppcHash4KVmalloc, ppcHash4KVirt}
+	}
+	var out [][2]uint64
+	for _, s := range starts {
+		out = append(out, [2]uint64{s, s + ppcModuleWindow})
+	}
+	return out
 }

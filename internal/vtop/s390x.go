@@ -218,6 +218,9 @@ func newS390X(cfg Config) (*translator, error) {
 		}
 	}
 
+	if haveKPhys {
+		t.layout.Modules = s390ModulesBelowImage(t.layout.KernelOffset)
+	}
 	rootVA, ok := in.Symbol("swapper_pg_dir")
 	if !ok {
 		t.noWalk = missing("s390x", "SYMBOL(swapper_pg_dir)")
@@ -236,8 +239,53 @@ func newS390X(cfg Config) (*translator, error) {
 	}
 	s := &s390{phys: cfg.Phys, root: root, top: top}
 	t.layout.Levels, t.layout.Root = top, root
+	if !haveKPhys {
+		t.layout.Modules = s390ModulesAtTop(top)
+	}
 	t.walk = s.walk
 	t.pt = s.ptWalker
 	t.note("swapper_pg_dir is a %s", s390Levels[top])
 	return t, nil
+}
+
+// s390x module area (arch/s390/boot/startup.c setup_kernel_memory_layout;
+// MODULES_LEN in arch/s390/include/asm/pgtable.h). The kernel does not
+// print MODULES_VADDR: it is chosen at boot, from the layout.
+const (
+	s390ModulesLen  = 1 << 31 // MODULES_LEN, 6.1 and 6.12
+	s390SegmentSize = 1 << 20 // _SEGMENT_SIZE
+	// s390TopSlack is what may lie between MODULES_END and the top of the
+	// address space before v6.10: the absolute lowcore mapping
+	// (ABS_LOWCORE_MAP_SIZE = NR_CPUS × 8 KiB, at most 4 MiB for
+	// NR_CPUS 512) rounded down to a segment.
+	s390TopSlack = 16 << 20
+)
+
+// s390ModulesBelowImage is the module area of the v6.10+ layout, which
+// gives the kernel image its own virtual region (KERNELOFFPHYS printed):
+// MODULES_END = round_down(kernel_start, _SEGMENT_SIZE), MODULES_VADDR =
+// MODULES_END − MODULES_LEN, kernel_start being __kaslr_offset
+// (KERNELOFFSET).
+func s390ModulesBelowImage(kernelOffset uint64) [][2]uint64 {
+	end := kernelOffset &^ (s390SegmentSize - 1)
+	if end < s390ModulesLen {
+		return nil
+	}
+	return [][2]uint64{{end - s390ModulesLen, end}}
+}
+
+// s390ModulesAtTop is the module area of the layout before v6.10, whose
+// kernel image is identity-mapped at the bottom: vmax is the top of the
+// address space the kernel's ASCE spans (_REGION2_SIZE, 4 TiB, for a
+// region-third swapper_pg_dir; _REGION1_SIZE, 8 PiB, for region-second),
+// MODULES_END lies just below it (below the absolute lowcore since v6.0)
+// and MODULES_VADDR = MODULES_END − MODULES_LEN. Under the ultravisor
+// (protected virtualization) or with KASAN vmax is lower and the area
+// is not found here.
+func s390ModulesAtTop(top int) [][2]uint64 {
+	if top < s390RegionThird || top > s390RegionSecond {
+		return nil
+	}
+	vmax := uint64(1) << (s390Shift[top] + 11)
+	return [][2]uint64{{vmax - s390ModulesLen - s390TopSlack, vmax}}
 }

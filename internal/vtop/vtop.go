@@ -82,6 +82,12 @@ type Layout struct {
 	DirectMapSource string
 	// FastPaths are the linear ranges translated without a walk.
 	FastPaths []FastPath
+	// Modules are the address ranges [start, end) the kernel allocates
+	// module memory from, most likely first, where the architecture's
+	// layout determines them and VMCOREINFO does not print them (ppc64,
+	// s390x; docs/formats.md §4.8); nil elsewhere. A scan for struct
+	// module looks there.
+	Modules [][2]uint64
 	// Notes record decisions and fallbacks, e.g. a fast path left off.
 	Notes []string
 }
@@ -288,6 +294,7 @@ func (t *translator) ReadAt(p []byte, va uint64) (int, error) {
 func (t *translator) Layout() Layout {
 	l := t.layout
 	l.FastPaths = append([]FastPath(nil), t.fast...)
+	l.Modules = append([][2]uint64(nil), t.layout.Modules...)
 	l.Notes = append([]string(nil), t.layout.Notes...)
 	return l
 }
@@ -314,6 +321,9 @@ func (t *translator) Describe() string {
 	}
 	for _, f := range l.FastPaths {
 		fmt.Fprintf(&b, "fast path: %s [%#x, %#x] pa = va - %#x\n", f.Name, f.Start, f.Last, f.Delta)
+	}
+	for _, m := range l.Modules {
+		fmt.Fprintf(&b, "module area: [%#x, %#x)\n", m[0], m[1])
 	}
 	for _, n := range l.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
