@@ -168,6 +168,12 @@ func ARM(kmem memory.Reader, regs []uint64, t ARMTables, opt Options) ([]Frame, 
 		pc, sp := r[armPC], r[armSP]
 		at := pc
 		if retAddr {
+			// Entry code sets lr to a label marked EXIDX_CANTUNWIND
+			// (vector_swi's "badr lr, ret_fast_syscall"): not a call's
+			// return address but where the kernel's stack ends.
+			if fn, _, insn, err := w.find(uint64(pc)); err == nil && fn == uint64(pc) && insn == 1 {
+				return frames, Stop{Final: true, Why: fmt.Sprintf("%#x is entry code, marked EXIDX_CANTUNWIND", fn)}
+			}
 			at = pc - 1
 		}
 		fn, ia, insn, err := w.find(uint64(at))

@@ -136,6 +136,11 @@ func TestARM(t *testing.T) {
 		assert.True(t, stop.Final)
 		_, stop = ARM(m, armRegs(aText+0x100, sp, aText+0x100), tabs, opt)
 		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		// lr set to entry code's label (vector_swi's ret_fast_syscall):
+		// the end of the stack, not a call from the function before it.
+		fr, stop = ARM(m, armRegs(aText+0x100, sp, aText+0x300), tabs, opt)
+		assert.Equal(t, []uint64{aText + 0x100, aText + 0x300}, pcs(fr))
+		assert.True(t, stop.Final, "%v", stop)
 	})
 
 	t.Run("irq vector", func(t *testing.T) {
