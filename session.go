@@ -385,6 +385,13 @@ func (s *Session) Modules() (*modsyms.Set, error) {
 		t := s.stats.begin("modules")
 		s.mods, s.modErr = modsyms.Load(kmem, syms, opt)
 		s.stats.end(t)
+		if s.opt.Layout != nil && s.mods != nil {
+			// Layouts the caller gave (a BTF file, a table) may be another
+			// kernel's: checked against the modules they read, not trusted.
+			if err := s.mods.CheckFit(s.opt.Layout.Describe()); err != nil {
+				s.mods, s.modErr = nil, err
+			}
+		}
 	})
 	return s.mods, s.modErr
 }

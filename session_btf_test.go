@@ -7,8 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/btflayout"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
@@ -98,6 +100,57 @@ func TestBTFFoundOnce(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, how, "inferred")
 			assert.Equal(t, 1, phases(s2, "btf"), "a missing BTF looked for more than once")
+		})
+	}
+}
+
+// TestIssue28ForeignBTF: a BTF given for the struct layouts is checked
+// against the dump's modules, not trusted. Before, the 7.2 guest's BTF
+// given for the 6.12 dump printed module sizes no module has and lost
+// every module symbol without a word; now the modules are refused with a
+// FitError naming the field and what it read. The dump's own BTF, given
+// the same way, fits.
+func TestIssue28ForeignBTF(t *testing.T) {
+	btfOf := func(name string) *btflayout.BTF {
+		g := testutil.CorpusGuestNamed(t, name)
+		f, ok := g.OneDump()
+		if !ok {
+			t.Skipf("no dump of %s", name)
+		}
+		paths, _ := g.DumpPaths(f)
+		s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		b, _, err := s.BTF()
+		require.NoError(t, err)
+		return b
+	}
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	f, ok := g.OneDump()
+	if !ok {
+		t.Skip("no dump of deb13-6.12-amd64")
+	}
+	paths, _ := g.DumpPaths(f)
+	for _, tc := range []struct {
+		guest string
+		fits  bool
+	}{{"deb13-6.12-amd64", true}, {"deb14-7.2-amd64", false}, {"deb12-6.1-amd64", false}} {
+		t.Run(tc.guest, func(t *testing.T) {
+			s, err := kdumpsyms.Open(kdumpsyms.Options{Layout: btfOf(tc.guest)}, paths...)
+			require.NoError(t, err)
+			defer s.Close()
+			set, err := s.Modules()
+			if tc.fits {
+				require.NoError(t, err)
+				require.Len(t, set.Modules(), len(g.Modules(t)))
+				return
+			}
+			assert.Nil(t, set)
+			var fe *modsyms.FitError
+			require.ErrorAs(t, err, &fe)
+			assert.ErrorIs(t, err, memory.ErrCorrupt)
+			assert.NotEmpty(t, fe.Field)
+			t.Log(err)
 		})
 	}
 }

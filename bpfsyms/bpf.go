@@ -43,7 +43,7 @@ func LoadBPF(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := ld.locate(headSpec{sym: "bpf_kallsyms", in: []string{"bpf_get_kallsym", "bpf_ksym_add"}, why: "a kernel without CONFIG_BPF_JIT"}, ld.bpfHead)
+	head, err := ld.locate(headSpec{sym: "bpf_kallsyms", in: []string{"bpf_get_kallsym", "bpf_ksym_add"}, why: "a kernel without CONFIG_BPF_JIT", empty: ld.empty}, ld.bpfHead)
 	if err != nil {
 		if _, ok := ld.syms(dataWitness); ok {
 			// The symbol table has data symbols (KALLSYMS_ALL), so the

@@ -40,13 +40,13 @@ func LoadFtrace(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 		// refers to both: the maps first (ftrace_mod_address_lookup
 		// refers to them alone), so that the trampolines are the other.
 		var err error
-		mapsHead, err = ld.locate(headSpec{sym: "ftrace_mod_maps", in: []string{"ftrace_mod_address_lookup", "ftrace_mod_get_kallsym"}, why: why}, ld.modMapsHead)
+		mapsHead, err = ld.locate(headSpec{sym: "ftrace_mod_maps", in: []string{"ftrace_mod_address_lookup", "ftrace_mod_get_kallsym"}, why: why, empty: ld.empty}, ld.modMapsHead)
 		if err != nil {
 			return nil, err
 		}
 		haveMaps, not = true, []uint64{mapsHead}
 	}
-	head, err := ld.locate(headSpec{sym: tramps, in: []string{"ftrace_mod_get_kallsym"}, not: not, why: why}, ld.opsHead)
+	head, err := ld.locate(headSpec{sym: tramps, in: []string{"ftrace_mod_get_kallsym"}, not: not, why: why, empty: ld.empty}, ld.opsHead)
 	if err != nil {
 		return nil, err
 	}

@@ -60,6 +60,10 @@ type headSpec struct {
 	not []uint64
 	// why says what an absent symbol may mean, for the error.
 	why string
+	// empty, where set, tells whether the list a candidate holds has no
+	// entries. Candidates that all hold empty lists give the same output
+	// whichever is the head, so their ambiguity is no failure.
+	empty func(c uint64) (bool, error)
 }
 
 // locate returns the address of the list head spec.sym: from the symbol
@@ -128,6 +132,11 @@ func (ld *loader) locate(spec headSpec, valid func(c uint64) error) (uint64, err
 			ld.heads = append(ld.heads, Head{Symbol: spec.sym, Addr: found[0], How: how})
 			return found[0], nil
 		default:
+			if ld.allEmpty(spec, found) {
+				how += fmt.Sprintf(" (one of %d candidates %s, each an empty list: the output is the same whichever it is)", len(found), hexList(found, 4))
+				ld.heads = append(ld.heads, Head{Symbol: spec.sym, Addr: found[0], How: how})
+				return found[0], nil
+			}
 			return 0, missing("%s: not in the symbol table, and %s refers to %d addresses that each hold such a list (%#x, %#x): ambiguous", spec.sym, how, len(found), found[0], found[1])
 		}
 	}
@@ -135,6 +144,36 @@ func (ld *loader) locate(spec headSpec, valid func(c uint64) error) (uint64, err
 		nearest = fmt.Errorf("no address in [%#x, %#x)", lo, hi)
 	}
 	return 0, missing("%s: not in the symbol table, and none of the %d addresses the code of %s refers to holds the list (last: %v)", spec.sym, tried, strings.Join(used, ", "), nearest)
+}
+
+// allEmpty reports whether every candidate in found holds an empty list,
+// so that choosing any of them cannot change what is read; false when spec
+// cannot tell or a candidate cannot be read.
+func (ld *loader) allEmpty(spec headSpec, found []uint64) bool {
+	if spec.empty == nil {
+		return false
+	}
+	for _, c := range found {
+		if e, err := spec.empty(c); err != nil || !e {
+			return false
+		}
+	}
+	return true
+}
+
+// hexList formats up to n addresses of as, and how many more there are.
+func hexList(as []uint64, n int) string {
+	var b strings.Builder
+	for i, a := range as[:min(n, len(as))] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%#x", a)
+	}
+	if len(as) > n {
+		fmt.Fprintf(&b, " and %d more", len(as)-n)
+	}
+	return b.String()
 }
 
 // refs returns the pointer-aligned addresses in [lo, hi) that the code of

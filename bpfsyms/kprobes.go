@@ -48,7 +48,14 @@ func LoadKprobes(kmem memory.Reader, syms Symbols, opt Options) (*Set, error) {
 		if i > 0 && !ld.hasOptprobes(c.symbol) {
 			continue
 		}
-		addr, err := ld.locate(headSpec{sym: c.symbol, in: []string{"kprobe_get_kallsym"}, why: "a kernel without CONFIG_KPROBES"}, func(a uint64) error {
+		addr, err := ld.locate(headSpec{sym: c.symbol, in: []string{"kprobe_get_kallsym"}, why: "a kernel without CONFIG_KPROBES",
+			empty: func(a uint64) (bool, error) {
+				lay, err := ld.kprobeCache(a, c.name, kl)
+				if err != nil {
+					return false, err
+				}
+				return ld.empty(a + lay.pages.off)
+			}}, func(a uint64) error {
 			_, err := ld.kprobeCache(a, c.name, kl)
 			return err
 		})

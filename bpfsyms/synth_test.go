@@ -447,6 +447,60 @@ func TestKprobes(t *testing.T) {
 	}, lines(t, s))
 }
 
+// TestIssue27AmbiguousEmpty: a head found through code where several
+// candidates validate is no failure when each holds an empty list (the
+// output cannot differ), as on Debian's i386 and armhf 6.1 kernels, whose
+// kprobe_get_kallsym refers to two addresses that each validate as an
+// empty kprobe_insn_slots; one candidate with entries is still ambiguous.
+func TestIssue27AmbiguousEmpty(t *testing.T) {
+	const stext, fn = 0xffffffff81000000, 0xffffffff81000100
+	build := func(pages int) (*kbuilder, Options) {
+		b := newKBuilder()
+		b.syms["_stext"], b.syms["_etext"] = stext, synthBase
+		var code []byte
+		for i := range 2 {
+			c := b.alloc(24)
+			b.mem.PutU64(c, b.str("kprobe_insn_page"))
+			b.mem.PutU64(c+8, c+8)
+			b.mem.PutU64(c+16, c+8)
+			if i == 1 {
+				for range pages {
+					p := b.alloc(24)
+					b.mem.PutU64(p+16, 0xffffffffc4000000)
+					b.link(c+8, p)
+				}
+			}
+			code = binary.LittleEndian.AppendUint64(code, c)
+		}
+		b.mem.Write(fn, code)
+		opt := Options{Target: le64, Layout: synthLayout, Code: &Code{
+			Func: func(n string) (uint64, uint64, bool) {
+				return fn, fn + uint64(len(code)), n == "kprobe_get_kallsym"
+			},
+			Refs: func(_ uint64, b []byte) ([]uint64, error) {
+				var out []uint64
+				for i := 0; i+8 <= len(b); i += 8 {
+					out = append(out, binary.LittleEndian.Uint64(b[i:]))
+				}
+				return out, nil
+			},
+		}}
+		return b, opt
+	}
+	b, opt := build(0)
+	s, err := LoadKprobes(b.mem, b.symbols(), opt)
+	require.NoError(t, err)
+	assert.Empty(t, lines(t, s))
+	require.Len(t, s.Heads(), 1)
+	assert.Contains(t, s.Heads()[0].How, "one of 2 candidates")
+	assert.Contains(t, s.Heads()[0].How, "each an empty list")
+
+	b, opt = build(1)
+	_, err = LoadKprobes(b.mem, b.symbols(), opt)
+	require.ErrorIs(t, err, vmcoreinfo.ErrMissingInfo)
+	assert.Contains(t, err.Error(), "ambiguous")
+}
+
 func TestOptions(t *testing.T) {
 	b := newKBuilder()
 	b.head("bpf_kallsyms")

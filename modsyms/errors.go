@@ -62,3 +62,25 @@ func (e *WalkError) Unwrap() error { return e.Err }
 func corrupt(format string, a ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, a...), ErrCorrupt)
 }
+
+// FitError reports struct layouts that do not fit the dump's modules (see
+// Set.CheckFit): a BTF or layout table of another kernel. It matches
+// ErrCorrupt.
+type FitError struct {
+	Layout string // the layout source's description
+	Module string // the module whose fields give the evidence ("" for the whole list)
+	Addr   uint64 // its struct module
+	Field  string // the field read, e.g. "mem[MOD_TEXT].size", "taints"
+	Why    string // the evidence
+}
+
+func (e *FitError) Error() string {
+	where := ""
+	if e.Module != "" {
+		where = fmt.Sprintf("module %s (struct module at %#x): ", e.Module, e.Addr)
+	}
+	return fmt.Sprintf("modsyms: the struct layouts of %s do not fit this dump: %s%s %s", e.Layout, where, e.Field, e.Why)
+}
+
+// Unwrap returns ErrCorrupt.
+func (e *FitError) Unwrap() error { return ErrCorrupt }

@@ -110,8 +110,15 @@ type Module struct {
 	// HasTaints is true when Taints was read.
 	HasTaints bool
 	// Deps lists the modules using this one (/proc/modules' fourth column,
-	// without "[permanent]"); nil when unknown.
+	// without "[permanent]"); nil when unknown. Where DepsErr is set, the
+	// list could not be read to its end: Deps holds the users read before
+	// the break, and there may be more.
 	Deps []string
+	// DepsErr says why the users list could not be read to its end (a
+	// *ModuleError wrapping a *memory.FaultError for a page not in the
+	// dump, or ErrCorrupt); nil when Deps is complete or unknown. It is
+	// not part of Err: the symbols do not depend on it.
+	DepsErr error
 	// NumSymtab is num_symtab of the symbol table read (including index 0
 	// and unnamed symbols that /proc/kallsyms skips).
 	NumSymtab uint64

@@ -144,7 +144,7 @@ func (ld *loader) module(addr uint64, buf []byte) *Module {
 		}
 	}
 	if l.sourceList.ok {
-		m.Deps = ld.deps(addr)
+		m.Deps, m.DepsErr = ld.deps(m)
 	}
 	src, err := ld.symSource(m, buf)
 	if err != nil {
@@ -232,31 +232,37 @@ func (ld *loader) regions(m *Module, buf []byte) {
 }
 
 // deps follows module.source_list (struct module_use entries) to the names
-// of the modules that use this one, as /proc/modules prints them. Nil when
-// the list cannot be read.
-func (ld *loader) deps(mod uint64) []string {
+// of the modules that use this one, as /proc/modules prints them. When the
+// list cannot be read to its end, the names read before the break come
+// with the error (a *ModuleError): the rest are unknown, not absent.
+func (ld *loader) deps(m *Module) ([]string, error) {
 	l := ld.l
-	head := mod + l.sourceList.off
+	head := m.Addr + l.sourceList.off
 	deps := []string{}
+	fail := func(err error) ([]string, error) {
+		return deps, &ModuleError{Name: quoteName(m.Name), Addr: m.Addr, Err: fmt.Errorf("users (source_list at %#x) after %d read: %w", head, len(deps), err)}
+	}
 	node, err := ld.pointer(head + l.listNext.off)
-	for n := 0; err == nil && node != head; n++ {
+	if err != nil {
+		return fail(err)
+	}
+	for n := 0; node != head; n++ {
 		if n >= MaxModules {
-			return nil
+			return fail(corrupt("more than %d entries", MaxModules))
 		}
 		use := node - l.useSourceList.off
-		var src uint64
-		if src, err = ld.pointer(use + l.useSource.off); err != nil {
-			return nil
+		src, err := ld.pointer(use + l.useSource.off)
+		if err != nil {
+			return fail(fmt.Errorf("struct module_use at %#x: %w", use, err))
 		}
 		name, err := memory.CString(ld.kmem, src+l.name.off, int(l.name.size))
 		if err != nil {
-			return nil
+			return fail(fmt.Errorf("name of the user's struct module at %#x: %w", src, err))
 		}
 		deps = append(deps, name)
-		node, err = ld.pointer(node + l.listNext.off)
+		if node, err = ld.pointer(node + l.listNext.off); err != nil {
+			return fail(fmt.Errorf("struct module_use at %#x: %w", use, err))
+		}
 	}
-	if err != nil {
-		return nil
-	}
-	return deps
+	return deps, nil
 }

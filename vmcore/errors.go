@@ -3,6 +3,9 @@ package vmcore
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
 )
 
 // The sentinels carry no package prefix: Open and OpenReaderAt, which
@@ -86,3 +89,24 @@ func (e *DeriveError) Unwrap() error { return e.Err }
 func deriveErr(kind error, format string, args ...any) *DeriveError {
 	return &DeriveError{Kind: kind, msg: fmt.Sprintf(format, args...)}
 }
+
+// InfoMismatchError reports a VMCOREINFO text the caller gave
+// (Options.VMCOREINFO) that contradicts the dump: another kernel, or
+// another boot of it. It matches memory.ErrCorrupt: the input is bad.
+type InfoMismatchError struct {
+	// Release is the text's OSRELEASE ("" when it has none).
+	Release string
+	// Problems says what does not hold, one item each.
+	Problems []string
+}
+
+func (e *InfoMismatchError) Error() string {
+	rel := ""
+	if e.Release != "" {
+		rel = " (OSRELEASE " + e.Release + ")"
+	}
+	return "the VMCOREINFO given" + rel + " is not this dump's: " + strings.Join(e.Problems, "; ")
+}
+
+// Is reports memory.ErrCorrupt.
+func (e *InfoMismatchError) Is(target error) bool { return target == memory.ErrCorrupt }

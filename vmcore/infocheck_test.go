@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kdumpsyms/kdumpsyms/elfcore/elfcoretest"
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
@@ -97,7 +100,57 @@ func TestInfoCheck(t *testing.T) {
 	t.Run("option", func(t *testing.T) {
 		d := open(t, utsCore(wrong, wrong, "6.1.0-true", false), Options{VMCOREINFO: []byte(utsInfo)})
 		assert.Equal(t, "option", d.InfoSource())
-		assert.Equal(t, "", d.InfoCheck().String())
+		assert.Contains(t, d.InfoCheck().String(), "OSRELEASE matches init_uts_ns")
 		assert.Equal(t, "6.1.0-true", d.Info().OSRelease())
 	})
+	t.Run("option of another kernel", func(t *testing.T) {
+		_, err := OpenReaderAt(bytes.NewReader(utsCore(utsInfo, utsInfo, "6.1.0-true", false)), int64(len(utsCore(utsInfo, utsInfo, "6.1.0-true", false))), Options{VMCOREINFO: []byte(wrong)})
+		var me *InfoMismatchError
+		require.ErrorAs(t, err, &me)
+		assert.Equal(t, `the VMCOREINFO given (OSRELEASE 6.1.0-fake) is not this dump's: OSRELEASE "6.1.0-fake", init_uts_ns says "6.1.0-true"`, me.Error())
+	})
+}
+
+// TestIssue28ForeignVMCOREINFO: a VMCOREINFO text the caller gives is
+// checked, not trusted: the dump's own validates; another kernel's, or
+// another boot's (every kernel symbol and KERNELOFFSET moved), is refused
+// with an InfoMismatchError naming its release.
+func TestIssue28ForeignVMCOREINFO(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	f, ok := g.OneDump()
+	if !ok {
+		t.Skip("no dump of deb13-6.12-amd64")
+	}
+	paths, _ := g.DumpPaths(f)
+	own := g.VMCOREINFO(t)
+	d, err := OpenWith(Options{VMCOREINFO: own}, paths...)
+	require.NoError(t, err)
+	assert.True(t, d.InfoCheck().Container.Valid())
+	d.Close()
+
+	other := testutil.CorpusGuestNamed(t, "deb12-6.1-amd64").VMCOREINFO(t)
+	info, err := vmcoreinfo.Parse(own)
+	require.NoError(t, err)
+	slide, ok := info.KernelOffset()
+	require.True(t, ok)
+	var moved strings.Builder
+	for line := range strings.Lines(string(own)) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
+		if a, err := strconv.ParseUint(v, 16, 64); err == nil && strings.HasPrefix(k, "SYMBOL(") && a >= 0xffffffff80000000 {
+			line = fmt.Sprintf("%s=%x\n", k, a-slide+0x1000000)
+		} else if k == "KERNELOFFSET" {
+			line = "KERNELOFFSET=1000000\n"
+		}
+		moved.WriteString(line)
+	}
+	for name, text := range map[string][]byte{"6.1": other, "another boot": []byte(moved.String())} {
+		_, err := OpenWith(Options{VMCOREINFO: text}, paths...)
+		var me *InfoMismatchError
+		require.ErrorAs(t, err, &me, name)
+		assert.ErrorIs(t, err, memory.ErrCorrupt, name)
+		assert.NotErrorIs(t, err, memory.ErrNotSaved, name)
+		wantRel, _ := vmcoreinfo.Parse(text)
+		assert.Equal(t, wantRel.OSRelease(), me.Release, name)
+		assert.NotEmpty(t, me.Problems, name)
+	}
 }

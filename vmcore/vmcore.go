@@ -325,6 +325,23 @@ func (d *Dump) init(opt Options) error {
 	case opt.VMCOREINFO != nil:
 		d.origin = InfoOrigin{Kind: InfoOption}
 		d.raw, d.infoSource = opt.VMCOREINFO, InfoOption
+		// Checked, not trusted: a text of another kernel or another boot
+		// of it (another KASLR offset) contradicts the memory it would
+		// translate, and is refused.
+		a := arch
+		if opt.Arch != "" && a.Name == "" {
+			a = archByName(opt.Arch)
+		}
+		v := InfoVerdict{Origin: d.origin}
+		v.Checked, v.Unchecked, v.Problems = d.validateInfo(a, d.raw, d.be.noteOrder(), opt.ValidateInfo)
+		d.check.Container = v
+		if !v.Valid() {
+			e := &InfoMismatchError{Problems: v.Problems}
+			if in, err := vmcoreinfo.Parse(d.raw); err == nil {
+				e.Release = in.OSRelease()
+			}
+			return e
+		}
 	case !opt.ForceScan:
 		if raw := d.be.vmcoreinfo(); len(raw) > 0 {
 			d.origin = InfoOrigin{Kind: d.containerSource()}

@@ -64,7 +64,7 @@ func TestExitStatus(t *testing.T) {
 		{"addr/ok", []string{"addr", good, a}, exitOK, "", "TestAddrCorpus"},
 		{"addr/partial", []string{"addr", good, a, "0xfffffffffffff000"}, exitPartial, "", ""},
 		{"addr/nothing", []string{"addr", broken, a}, exitError, "", ""},
-		{"addr/usage", []string{"addr", good, "zz"}, exitUsage, "", ""},
+		{"addr/usage", []string{"addr", good, "z z"}, exitUsage, "", ""},
 		{"name/ok", []string{"name", good, sym}, exitOK, "", "TestReverseAndModules"},
 		{"name/partial", []string{"name", good, sym, "no_such_symbol_anywhere"}, exitPartial, "", ""},
 		{"name/nothing", []string{"name", broken, sym}, exitError, "", ""},

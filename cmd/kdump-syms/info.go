@@ -218,6 +218,12 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 		if m.Inferred && m.Deps == nil {
 			deps = "?"
 		}
+		if m.DepsErr != nil {
+			// The users read before the list broke, then "?": the rest
+			// are unknown, not absent.
+			deps = strings.Join(append(m.Deps, "?"), ",")
+			c.rep.addFrom(kdumpsyms.FinderModules, m.DepsErr)
+		}
 		fmt.Fprintf(w, "%s %d %s %s %s 0x%0*x", m.Name, m.Size, ref, deps, m.State, digits, m.TextBase)
 		if m.Inferred && !m.HasTaints {
 			fmt.Fprint(w, " (?)") // taints not known

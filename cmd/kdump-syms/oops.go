@@ -32,8 +32,10 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,6 +65,36 @@ type oopsReader struct {
 	inTrace bool
 
 	resolved, unresolved int
+
+	// check, where set, compares what the text says with the dump: every
+	// frame that has a symbol, the release and the KASLR offset. A
+	// disagreement is flagged at the end of its line and counted.
+	check *oopsCheck
+}
+
+// oopsCheck is what the text is checked against, and what it found.
+type oopsCheck struct {
+	release  string // the dump's OSRELEASE; "" unknown
+	kaslr    uint64
+	hasKASLR bool
+	// frames is how many symbolic frames were checked; disagree how many
+	// of them the dump contradicts.
+	frames, disagree int
+	// facts are the release and KASLR lines that disagree, once each.
+	facts []string
+}
+
+// Summary returns one line saying how the text disagrees with the dump,
+// "" when it does not.
+func (c *oopsCheck) Summary() string {
+	if c == nil || c.disagree == 0 && len(c.facts) == 0 {
+		return ""
+	}
+	parts := slices.Clone(c.facts)
+	if c.disagree > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d symbolic frames disagree with it (flagged on their lines)", c.disagree, c.frames))
+	}
+	return "the text does not match this dump: " + strings.Join(parts, "; ")
 }
 
 // insertion is text added at a byte offset of a line.
@@ -150,6 +182,10 @@ func (o *oopsReader) annotate(line string) []insertion {
 	if regs {
 		o.inTrace = false
 	}
+	var flags []string
+	if o.check != nil {
+		flags = o.checkFacts(line)
+	}
 	toks := scanTokens(line, o.digits)
 	if o.inTrace && !regs && len(toks) == 0 && !isTraceMarkerLine(line) {
 		o.inTrace = false
@@ -158,6 +194,15 @@ func (o *oopsReader) annotate(line string) []insertion {
 	for k, t := range toks {
 		switch t.kind {
 		case tokSymbol:
+			if o.check != nil && !regs {
+				prev, hasAddr := token{}, k > 0 && toks[k-1].kind == tokAddr && t.gapOnly(line, toks[k-1])
+				if hasAddr {
+					prev = toks[k-1]
+				}
+				if f := o.checkFrame(t, prev.addr, hasAddr, prev.bracket || o.inTrace); f != "" {
+					flags = append(flags, f)
+				}
+			}
 			// "[<addr>] ? sym": the frame has its address already.
 			if o.addresses && !(k > 0 && toks[k-1].kind == tokAddr && t.gapOnly(line, toks[k-1])) {
 				if a, ok := o.reverse(t); ok {
@@ -190,7 +235,109 @@ func (o *oopsReader) annotate(line string) []insertion {
 			ins = append(ins, insertion{at: t.end, text: " " + text})
 		}
 	}
+	if len(flags) > 0 {
+		end := len(strings.TrimRight(line, "\r\n"))
+		ins = append(ins, insertion{at: end, text: "  [kdump-syms: " + strings.Join(flags, "; ") + "]"})
+	}
 	return ins
+}
+
+// checkFrame compares a symbolic frame with the dump: with its address
+// (addr, when hasAddr), the symbol there must be the one printed, at the
+// printed offset and size; without, a symbol of that name and size must
+// exist, long enough for the offset. It returns what disagrees, "" when
+// nothing does.
+func (o *oopsReader) checkFrame(t token, addr uint64, hasAddr, frame bool) string {
+	c := o.check
+	c.frames++
+	printed := t.name + moduleBrackets(t.module)
+	if hasAddr {
+		sym, ok := o.lookup(addr, frame && o.returnAddrs)
+		if !ok {
+			c.disagree++
+			return fmt.Sprintf("no symbol at %#x in this dump", addr)
+		}
+		if sym.Name != t.name || sym.Module != t.module || addr-sym.Addr != t.off || t.hasSize && sym.Size != 0 && sym.Size != t.size {
+			c.disagree++
+			return fmt.Sprintf("%#x is %s in this dump", addr, o.format(sym, addr))
+		}
+		return ""
+	}
+	syms, err := o.r.Find(symfinder.Query{Kind: symfinder.ByName, Name: t.name})
+	var fe *symfinder.FinderError
+	if err != nil && errors.As(err, &fe) {
+		return "" // a finder failed: the dump cannot say (reported apart)
+	}
+	var sizes []string
+	for _, s := range syms {
+		if s.Module != t.module {
+			continue
+		}
+		if (!t.hasSize || s.Size == 0 || s.Size == t.size) && (s.Size == 0 || t.off <= s.Size) {
+			return ""
+		}
+		sizes = append(sizes, fmt.Sprintf("%#x", s.Size))
+	}
+	c.disagree++
+	if len(sizes) == 0 {
+		return "no " + printed + " in this dump"
+	}
+	return fmt.Sprintf("%s is %s long in this dump", printed, strings.Join(sizes, ", "))
+}
+
+func moduleBrackets(m string) string {
+	if m == "" {
+		return ""
+	}
+	return " [" + m + "]"
+}
+
+// checkFacts compares the release of a dump_stack header ("CPU: 0 PID: 1
+// Comm: sh Not tainted 6.12.117+deb13-amd64 #1 Debian 6.12.117-1", the
+// release right before " #") and a panic's "Kernel Offset: 0x%lx from
+// 0x%lx" with the dump, and returns what disagrees (each fact counted
+// once in the summary).
+func (o *oopsReader) checkFacts(line string) []string {
+	c := o.check
+	var flags []string
+	note := func(fact, flag string) {
+		if !slices.Contains(c.facts, fact) {
+			c.facts = append(c.facts, fact)
+		}
+		flags = append(flags, flag)
+	}
+	if c.release != "" && strings.Contains(line, "PID: ") && strings.Contains(line, "Comm: ") {
+		if rel := releaseBeforeHash(line); rel != "" && rel != c.release {
+			note(fmt.Sprintf("release %s, this dump %s", rel, c.release), "this dump is "+c.release)
+		}
+	}
+	if c.hasKASLR {
+		if i := strings.Index(line, "Kernel Offset: 0x"); i >= 0 {
+			if v, _, ok := hexAt(line, i+len("Kernel Offset: 0x")); ok && v != c.kaslr {
+				note(fmt.Sprintf("Kernel Offset %#x, this dump %#x", v, c.kaslr), fmt.Sprintf("this dump's is %#x", c.kaslr))
+			}
+		}
+	}
+	return flags
+}
+
+// releaseBeforeHash returns the word before the first " #" of line that
+// reads as a kernel release (a digit first, a dot in it), "" if none.
+func releaseBeforeHash(line string) string {
+	for rest := line; ; {
+		i := strings.Index(rest, " #")
+		if i < 0 {
+			return ""
+		}
+		words := strings.Fields(rest[:i])
+		if len(words) > 0 {
+			w := words[len(words)-1]
+			if w[0] >= '0' && w[0] <= '9' && strings.Contains(w, ".") {
+				return w
+			}
+		}
+		rest = rest[i+2:]
+	}
 }
 
 // isTraceMarkerLine reports a call trace's <IRQ>, <TASK>, </TASK>, <NMI>,

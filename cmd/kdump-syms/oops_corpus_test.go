@@ -208,3 +208,71 @@ func TestOopsConsoleLogs(t *testing.T) {
 		t.Skip("no corpus guest has a console.log")
 	}
 }
+
+// TestIssue28OopsFromAnotherBuild: the kernel's own console log, given to
+// "addr VMCORE -" with its own dump, is flagged nowhere (no false alarm on
+// any architecture); another build's log is flagged on its release line,
+// its Kernel Offset line and its frames, with one summary line, exit 3.
+func TestIssue28OopsFromAnotherBuild(t *testing.T) {
+	testutil.SkipShort(t, "reads every guest's console log through addr -")
+	t.Parallel()
+	console := func(g *testutil.CorpusGuest) string {
+		text, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
+		if err != nil {
+			return ""
+		}
+		return string(text)
+	}
+	checked := 0
+	for _, c := range pickDumps(t, testutil.Corpus(t), elfFirst) {
+		text := console(c.g)
+		if text == "" {
+			continue
+		}
+		checked++
+		t.Run(c.g.Name, func(t *testing.T) {
+			t.Parallel()
+			_, stdout, stderr := runCLIStdin(strings.NewReader(text), "addr", c.dump, "-")
+			assert.NotContains(t, stderr, "does not match")
+			for line := range strings.Lines(stdout) {
+				assert.NotContains(t, line, "[kdump-syms:")
+			}
+		})
+	}
+	if checked == 0 {
+		t.Skip("no corpus guest has a console.log")
+	}
+
+	t.Run("6.12 log, 6.1 dump", func(t *testing.T) {
+		g12 := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+		g61 := testutil.CorpusGuestNamed(t, "deb12-6.1-amd64")
+		text := console(g12)
+		f, ok := g61.OneDump()
+		if text == "" || !ok {
+			t.Skip("no console log of deb13-6.12-amd64 or dump of deb12-6.1-amd64")
+		}
+		paths, _ := g61.DumpPaths(f)
+		code, stdout, stderr := runCLIStdin(strings.NewReader(text), "addr", paths[0], "-")
+		assert.Equal(t, exitPartial, code, stderr)
+		rel61 := strings.TrimSpace(g61.Uname(t))
+		rel12 := strings.TrimSpace(g12.Uname(t))
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		require.Len(t, lines, 1, stderr)
+		assert.Contains(t, lines[0], "the text does not match this dump: release "+rel12+", this dump "+rel61)
+		assert.Contains(t, lines[0], "Kernel Offset")
+		assert.Contains(t, lines[0], "symbolic frames disagree")
+		assert.Contains(t, stdout, "[kdump-syms: this dump is "+rel61+"]")
+	})
+
+	t.Run("address and symbol disagree", func(t *testing.T) {
+		g, dump := guestWithXFS(t)
+		vw := truthSymbol(t, g, "", "vfs_write")
+		text := fmt.Sprintf("Call Trace:\n <TASK>\n [<%016x>] vfs_write+0xe1/0x440\n vfs_write+0xe1/0x441\n nosuch_fn+0x1/0x2\n </TASK>\n", vw.Addr+0x2e1)
+		code, stdout, stderr := runCLIStdin(strings.NewReader(text), "addr", dump, "-")
+		assert.Equal(t, exitPartial, code, stderr)
+		assert.Contains(t, stderr, "3 of 3 symbolic frames disagree")
+		assert.Contains(t, stdout, fmt.Sprintf("[kdump-syms: %#x is vfs_write+0x2e1/0x440 in this dump]", vw.Addr+0x2e1))
+		assert.Contains(t, stdout, "vfs_write+0xe1/0x441  [kdump-syms: vfs_write is 0x440 long in this dump]")
+		assert.Contains(t, stdout, "nosuch_fn+0x1/0x2  [kdump-syms: no nosuch_fn in this dump]")
+	})
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ type addrQuery struct {
 	off    uint64
 	size   uint64
 	sized  bool
+	bare   bool // NAME alone: the symbol's start
 }
 
 // parseAddrArg reads an argument of "addr". An address is 1 to 16 hex
@@ -36,6 +38,17 @@ func parseAddrArg(a string) (addrQuery, error) {
 		return q, usagef("addr: %q is not an address (%s): want 1 to 16 hex digits, 0x optional, or NAME+0xOFF [MODULE]", a, why)
 	}
 	if !strings.Contains(s, "+") {
+		// A bare name: the symbol itself, as crash's "sym NAME" answers
+		// (a name that reads as hex is an address: write NAME+0).
+		if n := strings.TrimSpace(strings.SplitN(s, " [", 2)[0]); isSymbolName(n) || strings.Count(n, ":") == 1 && isSymbolName(n[strings.IndexByte(n, ':')+1:]) {
+			sym := s + "+0"
+			if i := strings.Index(s, " ["); i >= 0 {
+				sym = s[:i] + "+0" + s[i:]
+			}
+			q, err := parseAddrArg(sym)
+			q.arg, q.bare = a, true
+			return q, err
+		}
 		switch {
 		case s == "":
 			return bad("empty")
@@ -89,6 +102,20 @@ func isAllHex(s string) bool {
 	return s != ""
 }
 
+// isSymbolName reports a kernel symbol name: a name start, then name
+// characters.
+func isSymbolName(s string) bool {
+	if s == "" || !isNameStart(s[0]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isWord(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 // parseHexArg parses 1 to 16 hex digits with an optional 0x.
 func parseHexArg(s string) (uint64, bool) {
 	h := s
@@ -125,21 +152,44 @@ func moduleMatches(filter, m string) bool {
 }
 
 // resolveSymbolic finds the addresses a symbolic query names: name+off in
-// each symbol of that name (and module) whose size matches, if a size was
-// given.
-func resolveSymbolic(c *symfinder.Chain, q addrQuery) []uint64 {
+// each symbol of that name (and module). It never slides to a neighbour:
+// an offset past a symbol's end, or a size other than the symbol's, is no
+// answer, and why says so (naming the size the dump gives) when nothing
+// is found.
+func resolveSymbolic(c *symfinder.Chain, q addrQuery) (addrs []uint64, why string) {
 	syms, err := c.Find(symfinder.Query{Kind: symfinder.ByName, Name: q.name})
-	if err != nil {
-		return nil
+	var fe *symfinder.FinderError
+	if err != nil && errors.As(err, &fe) {
+		// Not in the finders that worked; the failure is reported apart.
+		return nil, fmt.Sprintf("no symbol %s%s in the finders that could be read", q.name, moduleSuffix(q.module))
 	}
-	var out []uint64
+	var reasons []string
 	for _, s := range syms {
-		if !moduleMatches(q.module, s.Module) || q.sized && s.Size != q.size {
+		if !moduleMatches(q.module, s.Module) {
 			continue
 		}
-		out = append(out, s.Addr+q.off)
+		where := s.Name
+		if s.Module != "" {
+			where += " [" + s.Module + "]"
+		}
+		switch {
+		case q.sized && s.Size != 0 && s.Size != q.size:
+			reasons = append(reasons, fmt.Sprintf("%s is %#x long in this dump, not %#x: the text is from another build", where, s.Size, q.size))
+		case s.Size != 0 && q.off > s.Size:
+			// (The end itself is the kernel's too: a return address after
+			// a function's last call prints as sym+size/size.)
+			reasons = append(reasons, fmt.Sprintf("offset %#x is past the end of %s (%#x long)", q.off, where, s.Size))
+		default:
+			addrs = append(addrs, s.Addr+q.off)
+		}
 	}
-	return out
+	switch {
+	case len(addrs) > 0:
+		return addrs, ""
+	case len(reasons) > 0:
+		return nil, strings.Join(reasons, "; ")
+	}
+	return nil, fmt.Sprintf("no symbol %s%s", q.name, moduleSuffix(q.module))
 }
 
 // splitModuleName reads "mod:name" for "name"; a name without a colon, or

@@ -18,7 +18,7 @@ import (
 // NAME+OFF is a usage error naming it, before the dump is even opened.
 func TestAddrBadArguments(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-dump")
-	for _, a := range []string{"zzz", "0x", "10000000000000001", "0x10000000000000001", "-1", "", "+0x10", "vfs_write+zz", "a+0x1/0xq"} {
+	for _, a := range []string{"zz z", "0x", "10000000000000001", "0x10000000000000001", "-1", "", "+0x10", "vfs_write+zz", "a+0x1/0xq"} {
 		code, _, stderr := runCLI("addr", missing, "--", a)
 		assert.Equal(t, exitUsage, code, a)
 		// stderr is read by people: the CLI's contract, checked as text.
@@ -36,6 +36,10 @@ func TestAddrBadArguments(t *testing.T) {
 		{"vfs_write+0xe1", addrQuery{symbol: true, name: "vfs_write", off: 0xe1}},
 		{"xfs_file_write_iter+0x5e/0x120 [xfs]", addrQuery{symbol: true, name: "xfs_file_write_iter", off: 0x5e, size: 0x120, sized: true, module: "xfs"}},
 		{"xfs:xfs_file_write_iter+94", addrQuery{symbol: true, name: "xfs_file_write_iter", off: 94, module: "xfs"}},
+		{"vfs_write", addrQuery{symbol: true, name: "vfs_write", bare: true}},
+		{"xfs:xfs_file_write_iter", addrQuery{symbol: true, name: "xfs_file_write_iter", module: "xfs", bare: true}},
+		{"xfs_file_write_iter [xfs]", addrQuery{symbol: true, name: "xfs_file_write_iter", module: "xfs", bare: true}},
+		{"deadbeef", addrQuery{addr: 0xdeadbeef}},
 	} {
 		q, err := parseAddrArg(tc.arg)
 		require.NoError(t, err, tc.arg)
@@ -80,6 +84,26 @@ func TestReverseAndModules(t *testing.T) {
 	assert.Equal(t, lines[1], lines[2])
 	assert.Equal(t, "nosuch+0x1 ?", lines[3])
 	assert.Contains(t, stderr, "nosuch") // the CLI's stderr, for people: text
+
+	// Never a neighbour (issue 28.3): an offset past the end, or another
+	// size, is no answer and says why; a bare name is the symbol.
+	code, stdout, stderr = runCLI("addr", dump, "vfs_write")
+	require.Equal(t, exitOK, code, stderr)
+	var size uint64
+	_, err := fmt.Sscanf(stdout, fmt.Sprintf("%016x vfs_write+0x0/0x%%x", vw.Addr), &size)
+	require.NoError(t, err, stdout)
+	for _, tc := range []struct{ arg, why string }{
+		{fmt.Sprintf("vfs_write+%#x", size+1), fmt.Sprintf("offset %#x is past the end of vfs_write (%#x long)", size+1, size)},
+		{fmt.Sprintf("vfs_write+0xe1/%#x", size+0x10), fmt.Sprintf("vfs_write is %#x long in this dump, not %#x: the text is from another build", size, size+0x10)},
+	} {
+		code, stdout, stderr = runCLI("addr", dump, tc.arg)
+		assert.Equal(t, exitPartial, code, stderr)
+		assert.Equal(t, tc.arg+" ?\n", stdout)
+		assert.Contains(t, stderr, tc.why)
+	}
+	code, stdout, stderr = runCLI("addr", dump, fmt.Sprintf("vfs_write+%#x/%#x", size-1, size))
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, fmt.Sprintf("%016x vfs_write+%#x/%#x\n", vw.Addr+size-1, size-1, size), stdout)
 
 	code, stdout, stderr = runCLI("name", dump, "xfs:xfs_file_write_iter", "vmlinux:vfs_write")
 	require.Equal(t, exitOK, code, stderr)

@@ -28,7 +28,9 @@ type report struct {
 	verbose bool
 	causes  []*cause
 	misses  []string // queries that found nothing
-	finders []string // the enabled finders, when misses are possible
+	// disagreements are what the user gave that the dump contradicts.
+	disagreements []string
+	finders       []string // the enabled finders, when misses are possible
 }
 
 // cause is one root cause: the source that failed with it first, the
@@ -138,16 +140,25 @@ func missingPage(err error) (uint64, bool) {
 	return page, found && errors.Is(err, memory.ErrNotSaved)
 }
 
+// disagree records that what the user gave contradicts the dump: printed
+// whatever else failed, and a partial result.
+func (r *report) disagree(what string) { r.disagreements = append(r.disagreements, what) }
+
 // miss records a query that found nothing.
 func (r *report) miss(what string) { r.misses = append(r.misses, what) }
 
 // failed reports whether anything was recorded.
-func (r *report) failed() bool { return len(r.causes) > 0 || len(r.misses) > 0 }
+func (r *report) failed() bool {
+	return len(r.causes) > 0 || len(r.misses) > 0 || len(r.disagreements) > 0
+}
 
 // print writes the report to w, each line prefixed with "kdump-syms: ".
 // Misses are listed unless every finder failed: then the causes explain
 // them, and "?" on stdout marks them.
 func (r *report) print(w io.Writer) {
+	for _, d := range r.disagreements {
+		fmt.Fprintf(w, "kdump-syms: %s\n", d)
+	}
 	for _, c := range r.causes {
 		fmt.Fprintf(w, "kdump-syms: %s\n", oneLine(c.source, c.err))
 		if len(c.blocked) > 0 {

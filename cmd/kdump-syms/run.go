@@ -547,9 +547,16 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 	err = s.Phase("output", func() error {
 		if stdin {
 			o := &oopsReader{r: lk, digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
-				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386"}
+				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386", check: &oopsCheck{}}
+			if in := s.Dump().Info(); in != nil {
+				o.check.release = in.OSRelease()
+			}
+			o.check.kaslr, o.check.hasKASLR = s.KASLROffset()
 			err := o.symbolizeStream(stdinText, stdout)
 			resolved = o.resolved
+			if sum := o.check.Summary(); sum != "" {
+				c.rep.disagree(sum)
+			}
 			if o.unresolved > 0 {
 				c.rep.miss(fmt.Sprintf("%d addresses in the text", o.unresolved))
 			}
@@ -558,8 +565,9 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 		for _, q := range queries {
 			addrs := []uint64{q.addr}
 			if q.symbol {
-				if addrs = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
-					c.rep.miss(fmt.Sprintf("%q (no symbol %s%s)", q.arg, q.name, moduleSuffix(q.module)))
+				var why string
+				if addrs, why = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
+					c.rep.miss(fmt.Sprintf("%q (%s)", q.arg, why))
 					fmt.Fprintf(stdout, "%s ?\n", q.arg)
 					continue
 				}
