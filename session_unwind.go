@@ -32,7 +32,8 @@ var (
 // Unwind walks the kernel stack of a CPU whose registers, in PRSTATUS's
 // order, are regs (vmcore.CPU.Regs), with what the kernel keeps without
 // debug info: frame records on arm64, i386 and riscv64, the back chain on s390x,
-// vmlinux's and the modules' ORC tables on x86_64 (see ORCTables). The
+// vmlinux's and the modules' ORC tables on x86_64 (see ORCTables), the
+// EHABI unwind tables on 32-bit ARM (see ARMTables). The
 // frames found are returned with why the walk stopped; an architecture with
 // no unwinder gives no frames and an error wrapping errors.ErrUnsupported.
 func (s *Session) Unwind(regs []uint64) Stack {

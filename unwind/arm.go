@@ -520,3 +520,32 @@ func (w *armWalker) exec(r [16]uint32, ops []byte) ([16]uint32, bool, error) {
 	}
 	return r, false, nil
 }
+
+// ARMEntry is what an unwind index says of a code address.
+type ARMEntry struct {
+	Func       uint64 // the first instruction of the function covering it
+	CantUnwind bool   // EXIDX_CANTUNWIND: entry code
+	Opcodes    []byte // the unwind opcodes; nil when CantUnwind
+}
+
+// ARMLookup returns the index entry covering addr in vmlinux's or, for an
+// address in a module's text, that module's table, as the walk finds it
+// (errors wrap ErrARMUnwind, ErrBadFrame or a *memory.FaultError).
+func ARMLookup(kmem memory.Reader, t ARMTables, target memory.Target, addr uint64) (ARMEntry, error) {
+	if err := target.Check(); err != nil {
+		return ARMEntry{}, fmt.Errorf("unwind: %w", err)
+	}
+	w := armWalker{kmem: kmem, t: t, bo: target.ByteOrder}
+	fn, ia, insn, err := w.find(addr)
+	if err != nil {
+		return ARMEntry{}, err
+	}
+	if insn == 1 {
+		return ARMEntry{Func: fn, CantUnwind: true}, nil
+	}
+	ops, err := w.opcodes(ia, insn)
+	if err != nil {
+		return ARMEntry{}, err
+	}
+	return ARMEntry{Func: fn, Opcodes: ops}, nil
+}
