@@ -1,5 +1,11 @@
 package kdumpsyms
 
+import (
+	"fmt"
+
+	"github.com/kdumpsyms/kdumpsyms/memory"
+)
+
 // NeedsError reports a symbol source that could not run because something
 // it needs failed first: the module walk and the ftrace, BPF and kprobes
 // readers need the kernel's symbols ("kallsyms") and the struct layouts;
@@ -32,3 +38,25 @@ const (
 // SourceModuleORC is NeedsError.Source for the modules' ORC tables
 // (ORCTables' ModulesErr).
 const SourceModuleORC = "module unwinding"
+
+// FileMismatchError reports a symbol file the caller gave (Options.VMLinux,
+// SystemMap, KallsymsFile) that the dump's own kallsyms contradicts: a
+// file of another build, or a /proc/kallsyms of another boot. It matches
+// memory.ErrCorrupt: the input is bad.
+type FileMismatchError struct {
+	Finder, Path string
+	// The first disagreement: Name is at FileAddr in the file (after the
+	// KASLR shift) and at DumpAddr in the dump.
+	Name               string
+	FileAddr, DumpAddr uint64
+	// Disagree of Sampled global functions found in both disagree.
+	Disagree, Sampled int
+}
+
+func (e *FileMismatchError) Error() string {
+	return fmt.Sprintf("kdumpsyms: %s does not match this dump: %s is at %#x in it, at %#x in the dump's kallsyms (%d of %d sampled functions disagree)",
+		e.Path, e.Name, e.FileAddr, e.DumpAddr, e.Disagree, e.Sampled)
+}
+
+// Is reports memory.ErrCorrupt.
+func (e *FileMismatchError) Is(target error) bool { return target == memory.ErrCorrupt }

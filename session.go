@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -127,7 +128,7 @@ func (s *Session) buildChain() (*symfinder.Chain, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kdumpsyms: vmlinux %s: %w", p, err)
 		}
-		if err := c.Add(renamed{ix, FinderVMLinux}); err != nil {
+		if err := c.Add(s.checkedFile(renamed{ix, FinderVMLinux}, p)); err != nil {
 			return nil, err
 		}
 	}
@@ -138,7 +139,7 @@ func (s *Session) buildChain() (*symfinder.Chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.Add(f); err != nil {
+		if err := c.Add(s.checkedFile(f, p)); err != nil {
 			return nil, err
 		}
 	}
@@ -149,11 +150,63 @@ func (s *Session) buildChain() (*symfinder.Chain, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.Add(f); err != nil {
+		if err := c.Add(s.checkedFile(f, p)); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// fileSample is how many of a symbol file's global functions are compared
+// with the dump's kallsyms: one disagreement shows another build, and a
+// file of the same build agrees on every one.
+const fileSample = 64
+
+// checkedFile wraps a finder over a symbol file the caller gave (vmlinux,
+// System.map, /proc/kallsyms text) so that on first use it is checked
+// against the dump's own kallsyms: a sample of its global functions must
+// be where the dump has them. A file of another build (or another boot,
+// for a /proc/kallsyms copy) fails every query with a *FileMismatchError;
+// when the dump's kallsyms cannot be read the file is used unchecked, as
+// the only source there is.
+func (s *Session) checkedFile(f symfinder.Finder, path string) symfinder.Finder {
+	return &loadingFinder{name: f.Name(), load: func() (symfinder.Finder, error) {
+		k, err := s.Kallsyms()
+		if err != nil {
+			return f, nil
+		}
+		var funcs []symfinder.Symbol
+		_ = f.Find(symfinder.Query{Kind: symfinder.All}, func(sym symfinder.Symbol) bool {
+			if sym.Kind == 'T' && sym.Module == "" {
+				funcs = append(funcs, sym)
+			}
+			return true
+		})
+		e := &FileMismatchError{Finder: f.Name(), Path: path}
+		step := max(1, len(funcs)/fileSample)
+		for i := 0; i < len(funcs); i += step {
+			want := funcs[i]
+			var got []uint64
+			_ = k.Finder().Find(symfinder.Query{Kind: symfinder.ByName, Name: want.Name}, func(sym symfinder.Symbol) bool {
+				got = append(got, sym.Addr)
+				return true
+			})
+			if len(got) == 0 {
+				continue // not in kallsyms (discarded, or the file's own)
+			}
+			e.Sampled++
+			if !slices.Contains(got, want.Addr) {
+				if e.Disagree == 0 {
+					e.Name, e.FileAddr, e.DumpAddr = want.Name, want.Addr, got[0]
+				}
+				e.Disagree++
+			}
+		}
+		if e.Disagree > 0 {
+			return nil, e
+		}
+		return f, nil
+	}}
 }
 
 func openFile(path string, parse func(*os.File) (symfinder.Finder, error)) (symfinder.Finder, error) {
@@ -303,10 +356,41 @@ func (s *Session) Phase(name string, f func() error) error {
 	return err
 }
 
-// KASLROffset returns VMCOREINFO's KERNELOFFSET.
+// KASLROffset returns how far the kernel was moved from its link-time
+// address: VMCOREINFO's KERNELOFFSET. Where the kernel writes none, it is
+// found where the dump determines it: on riscv64, from NUMBER(KERNEL_LINK_ADDR)
+// and _start, the image's first symbol (decoding kallsyms); on 32-bit ARM,
+// which has no KASLR, 0. It is unknown (false) elsewhere: i386 writes no
+// KERNELOFFSET although it randomizes.
 func (s *Session) KASLROffset() (uint64, bool) {
-	if in := s.dump.Info(); in != nil {
-		return in.KernelOffset()
+	in := s.dump.Info()
+	if in == nil {
+		return 0, false
+	}
+	if off, ok := in.KernelOffset(); ok {
+		return off, true
+	}
+	switch s.dump.Arch().Name {
+	case "arm":
+		return 0, true
+	case "riscv64":
+		link, ok := in.Number("KERNEL_LINK_ADDR")
+		if !ok {
+			return 0, false
+		}
+		k, err := s.Kallsyms()
+		if err != nil {
+			return 0, false
+		}
+		var start []uint64
+		_ = k.Finder().Find(symfinder.Query{Kind: symfinder.ByName, Name: "_start"}, func(sym symfinder.Symbol) bool {
+			start = append(start, sym.Addr)
+			return true
+		})
+		if len(start) != 1 || start[0] < link {
+			return 0, false
+		}
+		return start[0] - link, true
 	}
 	return 0, false
 }

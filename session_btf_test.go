@@ -1,6 +1,8 @@
 package kdumpsyms_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +13,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
+	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
@@ -151,6 +154,50 @@ func TestIssue28ForeignBTF(t *testing.T) {
 			assert.ErrorIs(t, err, memory.ErrCorrupt)
 			assert.NotEmpty(t, fe.Field)
 			t.Log(err)
+		})
+	}
+}
+
+// TestIssue28ForeignSymbolFile: a /proc/kallsyms copy or System.map the
+// caller gives is checked against the dump's own kallsyms on first use: the
+// guest's own agrees; another build's fails every query of its finder with
+// a FileMismatchError naming a function and both addresses.
+func TestIssue28ForeignSymbolFile(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	f, ok := g.OneDump()
+	if !ok {
+		t.Skip("no dump of deb13-6.12-amd64")
+	}
+	paths, _ := g.DumpPaths(f)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		guest string
+		fits  bool
+	}{{"deb13-6.12-amd64", true}, {"deb12-6.1-amd64", false}} {
+		t.Run(tc.guest, func(t *testing.T) {
+			file := filepath.Join(dir, tc.guest+".kallsyms")
+			require.NoError(t, os.WriteFile(file, testutil.CorpusGuestNamed(t, tc.guest).KallsymsText(t), 0o644))
+			s, err := kdumpsyms.Open(kdumpsyms.Options{KallsymsFile: file}, paths...)
+			require.NoError(t, err)
+			defer s.Close()
+			fi, ok := s.Chain().Finder(kdumpsyms.FinderKallsymsFile)
+			require.True(t, ok)
+			var got []symfinder.Symbol
+			err = fi.Find(symfinder.Query{Kind: symfinder.ByName, Name: "vfs_write"}, func(sym symfinder.Symbol) bool {
+				got = append(got, sym)
+				return true
+			})
+			if tc.fits {
+				require.NoError(t, err)
+				require.NotEmpty(t, got)
+				return
+			}
+			var fe *kdumpsyms.FileMismatchError
+			require.ErrorAs(t, err, &fe)
+			assert.ErrorIs(t, err, memory.ErrCorrupt)
+			assert.Equal(t, fe.Sampled, fe.Disagree)
+			assert.Greater(t, fe.Sampled, 30)
+			assert.NotEqual(t, fe.FileAddr, fe.DumpAddr)
 		})
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/safeio"
 	"github.com/kdumpsyms/kdumpsyms/memory"
@@ -18,6 +20,7 @@ import (
 
 // part is one file of a dump.
 type part struct {
+	index    int // position among the files given, from 0
 	ph       *partHeader
 	r        io.ReaderAt // logical reader (rearranged view for flattened files)
 	size     int64       // logical size
@@ -147,6 +150,9 @@ func NewDump(parts ...io.ReaderAt) (*Dump, error) {
 	d := &Dump{}
 	for i, r := range parts {
 		p, err := openPart(r)
+		if p != nil {
+			p.index = i
+		}
 		if err != nil {
 			if len(parts) > 1 {
 				err = fmt.Errorf("diskdump: file %d of %d: %w", i+1, len(parts), err)
@@ -253,6 +259,13 @@ func (d *Dump) assemble() error {
 			if h.BlockSize != d.hdr.BlockSize || h.MaxMapnr != d.hdr.MaxMapnr || h.ByteOrder != d.hdr.ByteOrder || h.PtrSize != d.hdr.PtrSize {
 				return &FormatError{Off: -1, What: "split files disagree on block size, max_mapnr or byte order"}
 			}
+			// makedumpfile writes one disk_dump_header, the same in every
+			// part: the kernel's utsname and the time the dump was written.
+			// A part of another dump (another boot, another run) differs.
+			if diff := IdentityDiff(*h, d.hdr); diff != nil {
+				return &FormatError{Off: -1, What: fmt.Sprintf("file %d of %d is a part of another dump than file %d: %s",
+					p.index+1, len(d.parts), d.parts[0].index+1, strings.Join(diff, ", "))}
+			}
 			if prev := d.parts[i-1].ph; ph.start < prev.end {
 				return formatErr(-1, ph.start, "split files overlap: [%#x, %#x) and [%#x, %#x)", prev.start, prev.end, ph.start, ph.end)
 			}
@@ -261,6 +274,33 @@ func (d *Dump) assemble() error {
 		d.hdr.Parts = append(d.hdr.Parts, Part{StartPFN: ph.start, EndPFN: ph.end, Flattened: p.flat, Pages: p.bm.count, Size: p.size})
 	}
 	return nil
+}
+
+// IdentityDiff lists how two dump headers' identities differ: the
+// kernel's utsname fields and the time the dump was written, "node
+// \"a\" and \"b\"" for each field that differs; nil when they agree.
+func IdentityDiff(a, b Header) []string {
+	var out []string
+	for _, f := range []struct{ name, x, y string }{
+		{"release", a.Release, b.Release}, {"version", a.Utsname.Version, b.Utsname.Version},
+		{"node", a.Nodename, b.Nodename}, {"machine", a.Machine, b.Machine},
+		{"domain", a.Domainname, b.Domainname}, {"system", a.Sysname, b.Sysname},
+	} {
+		if f.x != f.y {
+			out = append(out, fmt.Sprintf("%s %q and %q", f.name, f.x, f.y))
+		}
+	}
+	if !a.Timestamp.Equal(b.Timestamp) {
+		out = append(out, fmt.Sprintf("written %s and %s", stamp(a.Timestamp), stamp(b.Timestamp)))
+	}
+	return out
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "at no recorded time"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // readBlobs reads VMCOREINFO, notes and eraseinfo from the first file.

@@ -80,7 +80,7 @@ func cached(r io.ReaderAt, size int64, wrapper string, opt Options) (*unwrapped,
 		return nil, err
 	}
 	evict(dir, limit, entry)
-	return &unwrapped{path: entry}, nil
+	return &unwrapped{path: entry, added: err == nil}, nil
 }
 
 // ErrUnsafeCache means the cache directory is not the user's own: others

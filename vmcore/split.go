@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms/diskdump"
 )
@@ -87,35 +88,52 @@ const maxSiblingEntries = 4096
 // is, beside it under the same name stem: the names that differ from it
 // only in their last run of digits ("vmcore.1" → "vmcore.2",
 // "dump-2.kdump" → "dump-1.kdump"), and whose headers say they are parts
-// of the same split dump (same block size, max_mapnr and byte order, pfn
-// ranges that do not overlap). It returns them in pfn order, without
-// path itself; nil when path is not a split part or has no such sibling.
+// of the same split dump (same block size, max_mapnr and byte order, the
+// same kernel utsname and time of writing, pfn ranges that do not
+// overlap). It returns them in pfn order, without path itself; nil when
+// path is not a split part or has no such sibling. See SplitSiblingsOf
+// for the parts of other dumps it passes over.
 func SplitSiblings(path string) []string {
+	sibs, _ := SplitSiblingsOf(path)
+	return sibs
+}
+
+// ForeignPart is a split part beside another under the same name stem that
+// belongs to another dump, and why.
+type ForeignPart struct {
+	Path string
+	Why  string
+}
+
+// SplitSiblingsOf is SplitSiblings, and also returns the split parts under
+// the same name stem that belong to another dump (another kernel, boot or
+// run of makedumpfile), so that a caller can say why they were not read.
+func SplitSiblingsOf(path string) (sibs []string, foreign []ForeignPart) {
 	// Only a regular file can be a part with siblings; opening a FIFO
 	// here would wait for its writer.
 	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
-		return nil
+		return nil, nil
 	}
 	self, err := diskdump.Open(path)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	h := self.Header()
 	self.Close()
 	if !h.Split || len(h.Parts) != 1 {
-		return nil
+		return nil, nil
 	}
 	dir, base := filepath.Split(path)
 	prefix, suffix, ok := digitStem(base)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	if dir == "" {
 		dir = "."
 	}
 	dh, err := os.Open(dir)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	ents, _ := dh.ReadDir(maxSiblingEntries)
 	dh.Close()
@@ -140,22 +158,29 @@ func SplitSiblings(path string) []string {
 		}
 		ch := d.Header()
 		d.Close()
-		if !ch.Split || len(ch.Parts) != 1 || ch.BlockSize != h.BlockSize || ch.MaxMapnr != h.MaxMapnr || ch.ByteOrder != h.ByteOrder {
+		if !ch.Split || len(ch.Parts) != 1 {
+			continue
+		}
+		if ch.BlockSize != h.BlockSize || ch.MaxMapnr != h.MaxMapnr || ch.ByteOrder != h.ByteOrder {
+			foreign = append(foreign, ForeignPart{cand, fmt.Sprintf("a split part of another machine (block size %d, max_mapnr %#x)", ch.BlockSize, ch.MaxMapnr)})
+			continue
+		}
+		if diff := diskdump.IdentityDiff(ch, h); diff != nil {
+			foreign = append(foreign, ForeignPart{cand, fmt.Sprintf("a split part of another dump (against %s: %s)", base, strings.Join(diff, ", "))})
 			continue
 		}
 		all = append(all, sib{cand, ch.Parts[0].StartPFN, ch.Parts[0].EndPFN})
 	}
 	slices.SortFunc(all, func(a, b sib) int { return cmp.Compare(a.start, b.start) })
-	var out []string
 	for i, s := range all {
 		if i > 0 && s.start < all[i-1].end {
-			return nil // overlapping parts: not one set
+			return nil, foreign // overlapping parts: not one set
 		}
 		if s.path != path {
-			out = append(out, s.path)
+			sibs = append(sibs, s.path)
 		}
 	}
-	return out
+	return sibs, foreign
 }
 
 // digitStem splits a file name around its last run of digits.

@@ -133,6 +133,8 @@ type Dump struct {
 	held   []*tempFile   // decompressed dumps, until the backend opens them
 	temps  []string      // named temporary files, removed by Close
 
+	// cachedNow are the cache entries this Open added (CachedNow).
+	cachedNow  []string
 	raw        []byte
 	check      InfoCheck
 	info       *vmcoreinfo.Info
@@ -214,6 +216,9 @@ func OpenWith(opt Options, paths ...string) (_ *Dump, err error) {
 		plain[i] = p
 		if u != nil {
 			plain[i] = u.path
+			if u.added {
+				d.cachedNow = append(d.cachedNow, u.path)
+			}
 		}
 	}
 	var be backend
@@ -395,6 +400,12 @@ func (d *Dump) containerSource() string {
 	}
 	return InfoKdumpHeader
 }
+
+// CachedNow returns the decompressed copies of wrapped inputs that this
+// Open added to Options.CacheDir (nil when each was there already, or the
+// cache is off), so that a program can tell its user that a copy of the
+// evidence was kept and where.
+func (d *Dump) CachedNow() []string { return d.cachedNow }
 
 // Format names the container: "elf", "elf-flattened", "kdump",
 // "kdump-flattened", "kdump-split", or the memory images "lime", "avml" and

@@ -61,6 +61,8 @@ func (t *tempFile) discard() {
 type unwrapped struct {
 	path string
 	tmp  *tempFile
+	// added: this open decompressed the dump into the cache (Options.CacheDir).
+	added bool
 }
 
 // unwrap decompresses r when it starts with a wrapper's magic. It returns

@@ -128,6 +128,9 @@ func exportISF(c *common, s *kdumpsyms.Session, vmlinux []symfinder.Symbol, path
 		Producer: "kdump-syms", Version: export.ISFVersion(buildVersion()),
 		Spec: spec, Target: a.Target, Symbols: vmlinux,
 	}
+	// With the offset unknown (i386), symbols keep the addresses the
+	// kernel ran at: volatility3 measures its shift from linux_banner's,
+	// which then is 0, so its addresses still come out right.
 	in.KASLROffset, _ = s.KASLROffset()
 	if info := s.Dump().Info(); info != nil && (a.Name == "x86_64" || a.Name == "i386") {
 		// Linux 6.2 builds with -funsigned-char everywhere; x86 char was

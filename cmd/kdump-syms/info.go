@@ -3,15 +3,18 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/bpfsyms"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -180,12 +183,16 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("modules", "modules [flags] VMCORE")
 	c.register(fs)
+	format := fs.String("format", "text", "output `format`: text (as /proc/modules prints it) or json (one object a line; unknown values null, with why)")
 	pos, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
 		return usagef("modules: no VMCORE given")
+	}
+	if *format != "text" && *format != "json" {
+		return usagef("modules: --format %q: want text or json", *format)
 	}
 	s, err := c.open(pos, stderr)
 	if err != nil {
@@ -201,42 +208,114 @@ func cmdModules(args []string, stdout, stderr io.Writer) error {
 		digits = 8
 	}
 	w := bufio.NewWriter(stdout)
-	// /proc/modules: name size refcount deps state address.
 	for _, m := range set.Modules() {
-		ref := "-"
-		if m.HasRefCount {
-			ref = fmt.Sprint(m.RefCount)
-		}
-		deps := "-"
-		if len(m.Deps) > 0 {
-			deps = strings.Join(m.Deps, ",") + ","
-		}
-		// Inferred layouts: what was not inferred is not known.
-		if m.Inferred && !m.HasRefCount {
-			ref = "?"
-		}
-		if m.Inferred && m.Deps == nil {
-			deps = "?"
-		}
 		if m.DepsErr != nil {
-			// The users read before the list broke, then "?": the rest
-			// are unknown, not absent.
-			deps = strings.Join(append(m.Deps, "?"), ",")
 			c.rep.addFrom(kdumpsyms.FinderModules, m.DepsErr)
 		}
-		fmt.Fprintf(w, "%s %d %s %s %s 0x%0*x", m.Name, m.Size, ref, deps, m.State, digits, m.TextBase)
-		if m.Inferred && !m.HasTaints {
-			fmt.Fprint(w, " (?)") // taints not known
-		} else if f := m.Flags(); f != "" {
-			fmt.Fprintf(w, " %s", f)
+		var err error
+		if *format == "json" {
+			err = writeModuleJSON(w, m, digits)
+		} else {
+			_, err = fmt.Fprintln(w, moduleLine(m, digits))
 		}
-		fmt.Fprintln(w)
+		if err != nil {
+			return err
+		}
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	c.addModuleFailures(s)
 	return c.rep.finish(stderr, true)
+}
+
+// moduleLine is m as /proc/modules prints it (name size refcount users
+// state address [flags]), with "?" for what could not be read.
+func moduleLine(m *modsyms.Module, digits int) string {
+	ref := "-"
+	if m.HasRefCount {
+		ref = fmt.Sprint(m.RefCount)
+	}
+	deps := "-"
+	if len(m.Deps) > 0 {
+		deps = strings.Join(m.Deps, ",") + ","
+	}
+	// Inferred layouts: what was not inferred is not known.
+	if m.Inferred && !m.HasRefCount {
+		ref = "?"
+	}
+	if m.Inferred && m.Deps == nil {
+		deps = "?"
+	}
+	if m.DepsErr != nil {
+		// The users read before the list broke, then "?": the rest
+		// are unknown, not absent.
+		deps = strings.Join(append(slices.Clone(m.Deps), "?"), ",")
+	}
+	line := fmt.Sprintf("%s %d %s %s %s 0x%0*x", m.Name, m.Size, ref, deps, m.State, digits, m.TextBase)
+	if m.Inferred && !m.HasTaints {
+		line += " (?)" // taints not known
+	} else if f := m.Flags(); f != "" {
+		line += " " + f
+	}
+	return line
+}
+
+// moduleJSON is one line of modules --format json: /proc/modules' columns
+// as fields, an unknown value null with a "…_unknown" field saying why.
+type moduleJSON struct {
+	Name            string   `json:"name"`
+	Size            uint64   `json:"size"`
+	RefCount        *int64   `json:"refcount"`
+	RefCountUnknown string   `json:"refcount_unknown,omitempty"`
+	Users           []string `json:"users"`
+	UsersUnknown    string   `json:"users_unknown,omitempty"`
+	State           string   `json:"state"`
+	Address         string   `json:"address"`
+	Taints          *string  `json:"taints"`
+	TaintsUnknown   string   `json:"taints_unknown,omitempty"`
+	StructModule    string   `json:"struct_module"`
+	Error           string   `json:"error,omitempty"`
+}
+
+// writeModuleJSON writes m as one moduleJSON line.
+func writeModuleJSON(w io.Writer, m *modsyms.Module, digits int) error {
+	j := moduleJSON{Name: m.Name, Size: m.Size, State: m.State.String(),
+		Address: fmt.Sprintf("0x%0*x", digits, m.TextBase), StructModule: fmt.Sprintf("0x%0*x", digits, m.Addr)}
+	switch {
+	case m.HasRefCount:
+		j.RefCount = &m.RefCount
+	case m.Inferred:
+		j.RefCountUnknown = "not found by the inferred layouts"
+	default:
+		j.RefCountUnknown = "no refcnt (a kernel without CONFIG_MODULE_UNLOAD)"
+	}
+	switch {
+	case m.DepsErr != nil:
+		j.Users = m.Deps
+		j.UsersUnknown = "read up to a break: " + m.DepsErr.Error()
+	case m.Deps != nil:
+		j.Users = m.Deps
+	case m.Inferred:
+		j.UsersUnknown = "not found by the inferred layouts"
+	default:
+		j.Users = []string{}
+	}
+	if m.Inferred && !m.HasTaints {
+		j.TaintsUnknown = "not found by the inferred layouts"
+	} else {
+		f := strings.Trim(m.Flags(), "()-+")
+		j.Taints = &f
+	}
+	if m.Err != nil {
+		j.Error = m.Err.Error()
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // progress prints msg on stderr if the work takes longer than a second and

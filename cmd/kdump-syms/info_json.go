@@ -67,7 +67,7 @@ type finderReport struct {
 
 type headReport struct {
 	Symbol string `json:"symbol"`
-	Addr   uint64 `json:"address"`
+	Addr   string `json:"address"` // hex: JSON numbers lose precision above 2^53
 	How    string `json:"how"`
 }
 
@@ -141,7 +141,7 @@ func symbolReport(s *kdumpsyms.Session, r *infoReport) {
 			fr.Symbols = 0
 		}
 		for _, h := range pseudoHeads(s, f.Name) {
-			fr.Heads = append(fr.Heads, headReport{Symbol: h.Symbol, Addr: h.Addr, How: h.How})
+			fr.Heads = append(fr.Heads, headReport{Symbol: h.Symbol, Addr: fmt.Sprintf("%#x", h.Addr), How: h.How})
 		}
 		r.Finders = append(r.Finders, fr)
 	}

@@ -156,7 +156,7 @@ func moduleMatches(filter, m string) bool {
 // an offset past a symbol's end, or a size other than the symbol's, is no
 // answer, and why says so (naming the size the dump gives) when nothing
 // is found.
-func resolveSymbolic(c *symfinder.Chain, q addrQuery) (addrs []uint64, why string) {
+func resolveSymbolic(c oopsResolver, q addrQuery) (addrs []uint64, why string) {
 	syms, err := c.Find(symfinder.Query{Kind: symfinder.ByName, Name: q.name})
 	var fe *symfinder.FinderError
 	if err != nil && errors.As(err, &fe) {

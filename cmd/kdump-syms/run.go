@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -315,7 +316,24 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 			return nil, usagef("--finders: %v", err)
 		}
 	}
+	for _, p := range s.Dump().CachedNow() {
+		// A copy of the evidence is kept: say so once, when it is made.
+		fmt.Fprintf(stderr, "kdump-syms: kept the decompressed dump as %s for the next run (at most 4 GiB in all, least recently used removed first; --no-cache: keep none)\n", p)
+	}
 	c.checkSplit(s, paths[0])
+	// Symbol files the user gave are checked against the dump now, not
+	// only when a lookup reaches them: one of another build is reported
+	// even where the dump's own finders answer first.
+	for _, f := range s.Chain().Finders() {
+		if !f.Enabled || !slices.Contains([]string{kdumpsyms.FinderVMLinux, kdumpsyms.FinderSystemMap, kdumpsyms.FinderKallsymsFile}, f.Name) {
+			continue
+		}
+		if fi, ok := s.Chain().Finder(f.Name); ok {
+			if err := fi.Find(symfinder.Query{Kind: symfinder.ByName, Name: "_stext"}, func(symfinder.Symbol) bool { return false }); err != nil {
+				c.rep.addFrom(f.Name, err)
+			}
+		}
+	}
 	for _, f := range s.Chain().Finders() {
 		if f.Enabled {
 			c.rep.finders = append(c.rep.finders, f.Name)
@@ -390,7 +408,12 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if *format == "system.map" {
-			slide, _ := s.KASLROffset()
+			slide, ok := s.KASLROffset()
+			if !ok {
+				// A System.map holds link-time addresses: with the offset
+				// unknown, every address written would be a guess.
+				return fmt.Errorf("--format system.map: the kernel's KASLR offset is unknown (%s kernels write no KERNELOFFSET in VMCOREINFO), so its link-time addresses are too: --format kallsyms gives the addresses it ran at", s.Dump().Arch().Name)
+			}
 			for _, sym := range systemMap(mapSyms, slide, ptr) {
 				printed++
 				if err := sw.write(sym); err != nil {
@@ -503,6 +526,7 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 	fs := newFlagSet("addr", "addr [flags] VMCORE ADDR|NAME+0xOFF[/0xSIZE] [MOD]... | addr [flags] VMCORE -")
 	c.register(fs)
 	addresses := fs.Bool("addresses", false, `with "-": add the address of each symbolic frame (sym+off [mod]), for objdump or gdb`)
+	outFormat := fs.String("format", "text", "output `format` of ADDR queries: text, or json (one object a query)")
 	if err := negativeAddress(args); err != nil {
 		return err
 	}
@@ -517,6 +541,13 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 		return usagef("addr: standard input cannot be both the dump and the text to symbolize")
 	}
 	stdin := len(pos) == 2 && pos[1] == "-"
+	if *outFormat != "text" && *outFormat != "json" {
+		return usagef("addr: --format %q: want text or json", *outFormat)
+	}
+	if stdin && *outFormat != "text" {
+		return usagef(`addr: "-" annotates text as it comes: --format json is for ADDR queries`)
+	}
+	asJSON := *outFormat == "json"
 	var queries []addrQuery
 	if !stdin {
 		for _, a := range pos[1:] {
@@ -562,24 +593,49 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 			}
 			return err
 		}
+		enc := json.NewEncoder(stdout)
 		for _, q := range queries {
 			addrs := []uint64{q.addr}
 			if q.symbol {
 				var why string
-				if addrs, why = resolveSymbolic(s.Chain(), q); len(addrs) == 0 {
+				if addrs, why = resolveSymbolic(lk, q); len(addrs) == 0 {
 					c.rep.miss(fmt.Sprintf("%q (%s)", q.arg, why))
+					if asJSON {
+						if err := enc.Encode(addrJSON{Query: q.arg, Error: why}); err != nil {
+							return err
+						}
+						continue
+					}
 					fmt.Fprintf(stdout, "%s ?\n", q.arg)
 					continue
 				}
 			}
 			for _, addr := range addrs {
 				sym, err := lk.Lookup(addr)
+				hexAddr := fmt.Sprintf("0x%0*x", digits, addr)
 				if err != nil {
 					c.rep.miss(fmt.Sprintf("address %#x", addr))
+					if asJSON {
+						if err := enc.Encode(addrJSON{Query: q.arg, Addr: &hexAddr, Error: "no symbol holds it"}); err != nil {
+							return err
+						}
+						continue
+					}
 					fmt.Fprintf(stdout, "%0*x ?\n", digits, addr)
 					continue
 				}
 				resolved++
+				if asJSON {
+					off := addr - sym.Addr
+					j := addrJSON{Query: q.arg, Addr: &hexAddr, Symbol: sym.Name, Offset: &off, Module: sym.Module, Formatted: format(sym, addr)}
+					if sym.Size != 0 {
+						j.Size = &sym.Size
+					}
+					if err := enc.Encode(j); err != nil {
+						return err
+					}
+					continue
+				}
 				fmt.Fprintf(stdout, "%0*x %s\n", digits, addr, format(sym, addr))
 			}
 		}
@@ -590,6 +646,19 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 	}
 	// Unresolved addresses are an answer while some finder worked.
 	return c.rep.finish(stderr, resolved > 0 || !c.rep.explained())
+}
+
+// addrJSON is one line of addr --format json: a query and its answer, or
+// why there is none.
+type addrJSON struct {
+	Query     string  `json:"query"`
+	Addr      *string `json:"addr"` // hex; null when a symbolic query named none
+	Symbol    string  `json:"symbol,omitempty"`
+	Offset    *uint64 `json:"offset,omitempty"`
+	Size      *uint64 `json:"size,omitempty"` // omitted when unknown
+	Module    string  `json:"module,omitempty"`
+	Formatted string  `json:"formatted,omitempty"` // as the kernel prints it: sym+0xoff/0xsize [mod]
+	Error     string  `json:"error,omitempty"`
 }
 
 func moduleSuffix(m string) string {

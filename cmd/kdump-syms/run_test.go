@@ -294,8 +294,12 @@ func TestWrappedCache(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, ents, 1)
+	// Issue 28.5: the copy of the evidence is announced once, when made.
+	assert.Equal(t, []string{"kdump-syms: kept the decompressed dump as " + filepath.Join(dir, ents[0].Name()) +
+		" for the next run (at most 4 GiB in all, least recently used removed first; --no-cache: keep none)"}, stderrLines(stderr))
 	code, second, stderr := runCLI("info", "--no-symbols", paths[0])
 	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr)
 	require.Equal(t, first, second)
 	ents2, err := os.ReadDir(dir)
 	require.NoError(t, err)

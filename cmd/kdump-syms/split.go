@@ -15,7 +15,10 @@ func withSplitSiblings(paths []string, stderr io.Writer) []string {
 	if len(paths) != 1 {
 		return paths
 	}
-	sibs := vmcore.SplitSiblings(paths[0])
+	sibs, foreign := vmcore.SplitSiblingsOf(paths[0])
+	for _, f := range foreign {
+		fmt.Fprintf(stderr, "kdump-syms: %s beside it is %s: not read\n", f.Path, f.Why)
+	}
 	if len(sibs) == 0 {
 		return paths
 	}

@@ -51,3 +51,37 @@ func TestSplitCLI(t *testing.T) {
 	require.NotEmpty(t, lines)
 	assert.True(t, strings.HasPrefix(lines[0], "kdump-syms: split dump: "+alone+" is part 2 (pfns ["), lines[0])
 }
+
+// TestIssue28ForeignPart: a part of another dump (here part 2 with
+// another node name in its header, as a second run of makedumpfile on
+// another machine would write it) is not taken for a part of this one:
+// discovery names it and why, and naming it with --part is refused.
+func TestIssue28ForeignPart(t *testing.T) {
+	testutil.SkipShort(t, "the corpus' split set is deb11-5.10-amd64's, a guest -short leaves out")
+	t.Parallel()
+	g := testutil.CorpusGuestNamed(t, "deb11-5.10-amd64")
+	p := g.RequireDump(t, testutil.DumpSplit)
+	dir := t.TempDir()
+	one, two := filepath.Join(dir, "vmcore.1"), filepath.Join(dir, "vmcore.2")
+	copyTo(t, p[0], one)
+	copyTo(t, p[1], two)
+	// struct disk_dump_header: signature[8], header_version, then
+	// utsname: sysname[65], nodename[65] at offset 77.
+	f, err := os.OpenFile(two, os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("other\x00"), 77)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	code, _, stderr := runCLI("info", one)
+	assert.Equal(t, exitPartial, code, stderr)
+	lines := stderrLines(stderr)
+	require.GreaterOrEqual(t, len(lines), 2, stderr)
+	assert.Equal(t, "kdump-syms: "+two+` beside it is a split part of another dump (against vmcore.1: node "other" and "(none)"): not read`, lines[0])
+	assert.Contains(t, lines[1], "split dump: "+one+" is part 1")
+
+	code, _, stderr = runCLI("info", one, "--part", two)
+	assert.Equal(t, exitError, code)
+	assert.Contains(t, stderr, "file 2 of 2 is a part of another dump")
+	assert.Len(t, stderrLines(stderr), 1, stderr)
+}
