@@ -76,6 +76,7 @@ type Session struct {
 	pseudoSt pseudoState // ftrace, bpf, kprobes (session_bpf.go)
 
 	orcSt orcState // the modules' ORC tables (session_unwind.go)
+	armSt armState // 32-bit ARM unwind tables (session_armunwind.go)
 }
 
 // Open opens the dump in paths (one file, or the parts of a split dump) and

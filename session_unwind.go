@@ -14,7 +14,8 @@ import (
 // Stack is one CPU's stack as Unwind found it.
 type Stack struct {
 	// Unwinder names how Frames were found: "frame pointers" (arm64,
-	// i386, riscv64), "back chain" (s390x, ppc64) or "ORC" (x86_64); "" when the stack was
+	// i386, riscv64), "back chain" (s390x, ppc64), "ORC" (x86_64) or
+	// "ARM unwind tables" (32-bit ARM); "" when the stack was
 	// not unwound, Stop.Err saying why.
 	Unwinder string
 	Frames   []unwind.Frame
@@ -31,7 +32,8 @@ var (
 // Unwind walks the kernel stack of a CPU whose registers, in PRSTATUS's
 // order, are regs (vmcore.CPU.Regs), with what the kernel keeps without
 // debug info: frame records on arm64, i386 and riscv64, the back chain on s390x,
-// vmlinux's and the modules' ORC tables on x86_64 (see ORCTables). The
+// vmlinux's and the modules' ORC tables on x86_64 (see ORCTables), the
+// EHABI unwind tables on 32-bit ARM (see ARMTables). The
 // frames found are returned with why the walk stopped; an architecture with
 // no unwinder gives no frames and an error wrapping errors.ErrUnsupported.
 func (s *Session) Unwind(regs []uint64) Stack {
@@ -51,6 +53,9 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	}
 	if arch.Name == "x86_64" {
 		return s.unwindORC(regs, kernelStart)
+	}
+	if arch.Name == "arm" {
+		return s.unwindARM(regs, kernelStart)
 	}
 	fpi, ok := fpRegister[arch.Name]
 	if !ok || fpi >= len(regs) {
@@ -103,6 +108,21 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	}
 	frames, stop := unwind.FramePointer(kmem, pc, regs[fpi], opt)
 	return Stack{Unwinder: "frame pointers", Frames: frames, Stop: stop}
+}
+
+// unwindARM walks a 32-bit ARM stack with the kernel's EHABI unwind
+// tables (CONFIG_ARM_UNWIND), vmlinux's and the modules'. THREAD_SIZE is
+// 8 KiB (arch/arm/include/asm/thread_info.h, THREAD_SIZE_ORDER 1, without
+// KASAN); a walk may change stacks (the IRQ stack's call_with_stack) at
+// most MaxStacks times.
+func (s *Session) unwindARM(regs []uint64, kernelStart uint64) Stack {
+	t, _, err := s.ARMTables()
+	if err != nil {
+		return Stack{Stop: unwind.Stop{Err: err}}
+	}
+	kmem, _ := s.Kernel()
+	frames, stop := unwind.ARM(kmem, regs, t, unwind.Options{Target: s.target(), KernelStart: kernelStart, StackSize: 8 << 10})
+	return Stack{Unwinder: "ARM unwind tables", Frames: frames, Stop: stop}
 }
 
 // unwindORC walks an x86_64 stack with vmlinux's ORC tables, found by their

@@ -206,6 +206,14 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 		for _, c := range d.CPUs() {
 			sess.Unwind(c.Regs)
 		}
+		// 32-bit ARM: the modules' unwind tables too (the kernel's
+		// unwind_tables list), which a walk that stays in vmlinux does
+		// not read, so that a module frame unwinds on the extract.
+		if d.Arch().Name == "arm" {
+			if t, _, err := sess.ARMTables(); err == nil && t.LoadModules != nil {
+				t.LoadModules()
+			}
+		}
 		return nil
 	})
 	// The page tables that map every module, BPF and trampoline symbol, so

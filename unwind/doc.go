@@ -23,12 +23,17 @@
 // 6.4 on, checked against the .orc_header hash where the kernel has one
 // (an unknown hash is refused, not guessed at). BackChainS390 walks
 // s390x's back chain, BackChainPPC64 ppc64's (through interrupt frames).
+// ARM walks 32-bit ARM kernels built with CONFIG_ARM_UNWIND (Debian's
+// armmp) with the kernel's EHABI unwind tables (arm.go): vmlinux's index
+// and each module's, through exception frames (the entry code's saved
+// pt_regs), up to the entry code marked EXIDX_CANTUNWIND.
 //
 // # Security
 //
 // Built for untrusted input, and fuzzed: each walk reads a few words a
 // frame (ORC: a binary search of at most 2^24 entries; a module's num_orcs
-// is checked against its text size first), visits at most
+// is checked against its text size first; ARM: a binary search of at most
+// 2^21 index entries and at most 1,022 opcodes), visits at most
 // MaxFrames frames, and requires the stack to grow within one stack, with
 // at most MaxStacks moves between stacks, so a loop of frames ends.
 package unwind

@@ -105,3 +105,52 @@ func FuzzORC(f *testing.F) {
 		}
 	})
 }
+
+// FuzzARM edits well-formed ARM unwind tables and the stack they describe
+// (image: 4 KiB of vmlinux index, 4 KiB of .ARM.extab, 4 KiB of stack; the
+// module's index is the vmlinux one): the walk ends within MaxFrames
+// with a reason, whatever the index entries, opcodes and stack hold.
+func FuzzARM(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 4, 0xff, 0xff, 0xff, 0x7f})             // a prel31 out of the image
+	f.Add([]byte{0, 0x10, 0x04, 0x81, 0xff, 0xb2, 0xff, 0xff}) // an extab entry with 255 words
+	m := testutil.NewSparseMemory()
+	tabs := armKernel(m)
+	sp := uint64(aStack + 0x100)
+	for i := uint64(0); i < 256; i++ { // return addresses into every function
+		m.PutU32(sp+4*i, uint32(aText+0x104+(i%5)*0x100))
+	}
+	base := make([]byte, 3*4096)
+	copy(base, m.Pages[aIdx])
+	copy(base[4096:], m.Pages[aTab])
+	copy(base[8192:], m.Pages[aStack])
+	f.Fuzz(func(t *testing.T, edits []byte) {
+		img := testutil.FuzzPatch(base, edits)
+		mem := testutil.NewSparseMemory()
+		mem.Write(aIdx, img[:min(len(img), 4096)])
+		if len(img) > 4096 {
+			mem.Write(aTab, img[4096:min(len(img), 8192)])
+		}
+		if len(img) > 8192 {
+			mem.Write(aStack, img[8192:])
+		}
+		tb := tabs
+		tb.Vmlinux.Stop = aIdx + 8*uint64(6+len(edits)%500)
+		tb.LoadModules = func() ([]ARMIndex, error) {
+			return []ARMIndex{{Name: "m", Start: aIdx, Stop: tb.Vmlinux.Stop, TextStart: aMod, TextEnd: aMod + 0x1000}}, nil
+		}
+		for _, pc := range []uint64{aText + 0x10, aText + 0x200, aMod + 0x20, 0xffff0018} {
+			regs := armRegs(pc, sp, aText+0x310)
+			if pc == 0xffff0018 {
+				regs[armCPSR] = 0x1d2
+			}
+			fr, stop := ARM(mem, regs, tb, Options{Target: le32, KernelStart: 0xbf000000, StackSize: 8 << 10, MaxFrames: 64})
+			if len(fr) > 64 || len(fr) == 0 {
+				t.Fatalf("%d frames", len(fr))
+			}
+			if !stop.Final && stop.Err == nil {
+				t.Fatal("stop without a reason")
+			}
+		}
+	})
+}

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,6 +169,11 @@ func startsTrace(s string) bool {
 		strings.Contains(s, "Exception stack(")
 }
 
+// armFrame matches a 32-bit ARM trace line, "callee from caller+off/size"
+// (arch/arm/kernel/traps.c, dump_backtrace_entry), which 6.1 and earlier
+// print with no "Call trace:" line before the first.
+var armFrame = regexp.MustCompile(`^(?:\[[ 0-9.]+\] )?\s*[A-Za-z0-9_.]+ from [A-Za-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+`)
+
 // annotate returns the insertions for line, in order.
 func (o *oopsReader) annotate(line string) []insertion {
 	if strings.Contains(line, "Code: ") {
@@ -177,6 +183,9 @@ func (o *oopsReader) annotate(line string) []insertion {
 	if startsTrace(line) {
 		o.inTrace = true
 		return nil
+	}
+	if armFrame.MatchString(line) {
+		o.inTrace = true
 	}
 	regs := isRegisterLine(line)
 	if regs {
