@@ -216,6 +216,7 @@ func (c *Chain) first(q Query) (Symbol, error) {
 		var s Symbol
 		found := false
 		err := f.Find(q, func(sym Symbol) bool { s, found = sym, true; return false })
+		s.Finder = f.Name()
 		if found {
 			return s, nil
 		}
@@ -250,7 +251,8 @@ func (c *Chain) Find(q Query) ([]Symbol, error) {
 	var out []Symbol
 	var failed []string
 	for _, f := range c.enabled() {
-		if err := f.Find(q, func(s Symbol) bool { out = append(out, s); return true }); err != nil {
+		name := f.Name()
+		if err := f.Find(q, func(s Symbol) bool { s.Finder = name; out = append(out, s); return true }); err != nil {
 			failed = append(failed, c.fail(f, err).Finder)
 		}
 	}
@@ -274,7 +276,9 @@ func (c *Chain) All() iter.Seq2[Symbol, error] {
 	return func(yield func(Symbol, error) bool) {
 		for _, f := range c.enabled() {
 			stopped := false
+			name := f.Name()
 			err := f.Find(Query{Kind: All}, func(s Symbol) bool {
+				s.Finder = name
 				if !yield(s, nil) {
 					stopped = true
 					return false

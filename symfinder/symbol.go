@@ -35,6 +35,10 @@ type Symbol struct {
 	// modules such as "bpf" and "__builtin__ftrace" are named as
 	// /proc/kallsyms names them.
 	Module string
+	// Finder names the finder that answered, set by a Chain (a finder
+	// itself leaves it empty): where several sources overlap (the dump's
+	// kallsyms and a System.map file), the source of each answer.
+	Finder string
 }
 
 // Kind is a symbol's nm(1) type letter: 'T' global text, 't' local text,

@@ -58,6 +58,7 @@ type jsonSymbol struct {
 	SizeDerived bool   `json:"size_derived,omitempty"`
 	ELFSize     uint64 `json:"elf_size,omitempty"` // st_size, where the symbol table records one
 	Module      string `json:"module,omitempty"`
+	Source      string `json:"source,omitempty"` // the finder that answered
 }
 
 // write prints one symbol. kallsyms is "%0*x %c %s" plus "\t[module]" as
@@ -95,7 +96,7 @@ func (sw *symbolWriter) write(s symfinder.Symbol) error {
 	case "json":
 		j, err := json.Marshal(jsonSymbol{
 			Addr: string(appendHex(nil, s.Addr, sw.digits)), Type: s.Kind.String(), Name: s.Name,
-			Size: s.Size, SizeDerived: s.SizeDerived, ELFSize: s.ELFSize, Module: s.Module,
+			Size: s.Size, SizeDerived: s.SizeDerived, ELFSize: s.ELFSize, Module: s.Module, Source: s.Finder,
 		})
 		if err != nil {
 			return err

@@ -295,3 +295,20 @@ func TestIssue28SystemMapNeedsOffset(t *testing.T) {
 		assert.Contains(t, stdout, fmt.Sprintf("%0*x T _stext\n", 2*g.PtrSize(), st.Addr), tc.guest)
 	}
 }
+
+// TestIssue28FileOverlap: a /proc/kallsyms file of the dump's own boot
+// given beside it adds nothing the dump has: all prints each symbol once,
+// byte for byte the guest's /proc/kallsyms; JSON names each answer's
+// source.
+func TestIssue28FileOverlap(t *testing.T) {
+	t.Parallel()
+	g, dump := guestWithXFS(t)
+	file := filepath.Join(t.TempDir(), "kallsyms")
+	require.NoError(t, os.WriteFile(file, g.KallsymsText(t), 0o644))
+	code, stdout, stderr := runCLI("all", "--kallsyms", file, dump)
+	require.Equal(t, exitOK, code, stderr)
+	assert.True(t, stdout == string(g.KallsymsText(t)), "all with the guest's own kallsyms file beside the dump differs from it")
+	code, stdout, stderr = runCLI("addr", "--format", "json", "--finders", "kallsyms-file,kallsyms", "--kallsyms", file, dump, "vfs_write")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, `"source":"kallsyms-file"`)
+}

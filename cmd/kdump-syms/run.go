@@ -326,7 +326,7 @@ func (c *common) open(dumpPaths []string, stderr io.Writer) (*kdumpsyms.Session,
 	// only when a lookup reaches them: one of another build is reported
 	// even where the dump's own finders answer first.
 	for _, f := range s.Chain().Finders() {
-		if !f.Enabled || !slices.Contains([]string{kdumpsyms.FinderVMLinux, kdumpsyms.FinderSystemMap, kdumpsyms.FinderKallsymsFile}, f.Name) {
+		if !f.Enabled || !isFileFinder(f.Name) {
 			continue
 		}
 		if fi, ok := s.Chain().Finder(f.Name); ok {
@@ -394,6 +394,11 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 				continue
 			}
 			if !moduleMatches(*module, sym.Module) {
+				continue
+			}
+			if isFileFinder(sym.Finder) && dumpHas(s.Chain(), sym) {
+				// One answer per symbol: a file given beside the dump
+				// adds only what the dump's own finders lack.
 				continue
 			}
 			if *format == "system.map" {
@@ -628,7 +633,7 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 				resolved++
 				if asJSON {
 					off := addr - sym.Addr
-					j := addrJSON{Query: q.arg, Addr: &hexAddr, Symbol: sym.Name, Offset: &off, Module: sym.Module, Formatted: format(sym, addr)}
+					j := addrJSON{Query: q.arg, Addr: &hexAddr, Symbol: sym.Name, Offset: &off, Module: sym.Module, Source: sym.Finder, Formatted: format(sym, addr)}
 					if sym.Size != 0 {
 						j.Size = &sym.Size
 					}
@@ -649,6 +654,23 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 	return c.rep.finish(stderr, resolved > 0 || !c.rep.explained())
 }
 
+// isFileFinder reports the finders over files the user gave.
+func isFileFinder(name string) bool {
+	return name == kdumpsyms.FinderVMLinux || name == kdumpsyms.FinderSystemMap || name == kdumpsyms.FinderKallsymsFile
+}
+
+// dumpHas reports whether a finder over the dump itself has sym (its name,
+// address and module).
+func dumpHas(c *symfinder.Chain, sym symfinder.Symbol) bool {
+	same, _ := c.Find(symfinder.Query{Kind: symfinder.ByName, Name: sym.Name})
+	for _, o := range same {
+		if !isFileFinder(o.Finder) && o.Addr == sym.Addr && o.Module == sym.Module {
+			return true
+		}
+	}
+	return false
+}
+
 // addrJSON is one line of addr --format json: a query and its answer, or
 // why there is none.
 type addrJSON struct {
@@ -658,6 +680,7 @@ type addrJSON struct {
 	Offset    *uint64 `json:"offset,omitempty"`
 	Size      *uint64 `json:"size,omitempty"` // omitted when unknown
 	Module    string  `json:"module,omitempty"`
+	Source    string  `json:"source,omitempty"`    // the finder that answered
 	Formatted string  `json:"formatted,omitempty"` // as the kernel prints it: sym+0xoff/0xsize [mod]
 	Error     string  `json:"error,omitempty"`
 }
