@@ -83,6 +83,7 @@ func (s *Session) Unwind(regs []uint64) Stack {
 		if len(regs) > 1 {
 			opt.RA = regs[1]
 		}
+		opt.ExceptionEntry = s.riscvExceptionEntry()
 	}
 	var pc uint64
 	for i, n := range elfcore.RegisterNames(arch.ELFMachine()) {
@@ -103,6 +104,27 @@ func (s *Session) Unwind(regs []uint64) Stack {
 	}
 	frames, stop := unwind.FramePointer(kmem, pc, regs[fpi], opt)
 	return Stack{Unwinder: "frame pointers", Frames: frames, Stop: stop}
+}
+
+// maxEntryCode bounds riscv64's trap entry code, handle_exception to
+// ret_from_exception_end: 0x1ba bytes on 6.12.
+const maxEntryCode = 64 << 10
+
+// riscvExceptionEntry returns riscv64's trap entry code, [handle_exception,
+// ret_from_exception_end) (arch/riscv/kernel/entry.S, v6.12 and v7.2; the
+// range walk_stackframe tests), from the kernel's symbols; the zero range,
+// so that no exception frame is crossed, when either is missing or they
+// do not make a range of entry code.
+func (s *Session) riscvExceptionEntry() unwind.Range {
+	start, err := s.chain.LookupName("handle_exception")
+	if err != nil {
+		return unwind.Range{}
+	}
+	end, err := s.chain.LookupName("ret_from_exception_end")
+	if err != nil || end.Addr <= start.Addr || end.Addr-start.Addr > maxEntryCode {
+		return unwind.Range{}
+	}
+	return unwind.Range{Start: start.Addr, End: end.Addr}
 }
 
 // unwindORC walks an x86_64 stack with vmlinux's ORC tables, found by their
