@@ -58,8 +58,9 @@ type Options struct {
 	// that saved no return address: its record holds the caller's frame
 	// pointer where ra would be, and, as the kernel's walk_stackframe
 	// does, a value there that lies on the same stack at or above fp is
-	// taken as the next frame pointer and RA as the return address. 0:
-	// no such check.
+	// taken as the next frame pointer and RA as the return address (the
+	// frame after an exception frame gets the same test with the ra
+	// saved there). 0: no such check.
 	RA uint64
 	// ExceptionEntry is riscv64's trap entry code, [handle_exception,
 	// ret_from_exception_end) from the kernel's symbols; the zero Range:
