@@ -84,6 +84,7 @@ func (s *Session) Unwind(regs []uint64) Stack {
 			opt.RA = regs[1]
 		}
 		opt.ExceptionEntry = s.riscvExceptionEntry()
+		opt.Text = s.riscvText()
 	}
 	var pc uint64
 	for i, n := range elfcore.RegisterNames(arch.ELFMachine()) {
@@ -125,6 +126,33 @@ func (s *Session) riscvExceptionEntry() unwind.Range {
 		return unwind.Range{}
 	}
 	return unwind.Range{Start: start.Addr, End: end.Addr}
+}
+
+// riscvText returns where riscv64 kernel code can be: vmlinux's text and
+// init text (_stext.._etext, _sinittext.._einittext) and the module area
+// (VMCOREINFO's MODULES_VADDR..MODULES_END, which holds the BPF JIT's
+// region too); nil, so that no pc is refused, without _stext and _etext.
+func (s *Session) riscvText() []unwind.Range {
+	var out []unwind.Range
+	for _, p := range [][2]string{{"_stext", "_etext"}, {"_sinittext", "_einittext"}} {
+		lo, err1 := s.chain.LookupName(p[0])
+		hi, err2 := s.chain.LookupName(p[1])
+		if err1 != nil || err2 != nil || hi.Addr <= lo.Addr {
+			if p[0] == "_stext" {
+				return nil
+			}
+			continue
+		}
+		out = append(out, unwind.Range{Start: lo.Addr, End: hi.Addr})
+	}
+	if in := s.dump.Info(); in != nil {
+		if lo, ok := in.Number("MODULES_VADDR"); ok {
+			if hi, ok := in.Number("MODULES_END"); ok && hi > lo {
+				out = append(out, unwind.Range{Start: lo, End: hi})
+			}
+		}
+	}
+	return out
 }
 
 // unwindORC walks an x86_64 stack with vmlinux's ORC tables, found by their

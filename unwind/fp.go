@@ -70,6 +70,11 @@ type Options struct {
 	// struct pt_regs of the trap: the walk crosses it to the interrupted
 	// epc, s0 and ra (riscv64.go).
 	ExceptionEntry Range
+	// Text is where kernel code can be (riscv64: vmlinux's text and init
+	// text, the module area): a pc read from an exception frame outside
+	// it ends the walk, as the kernel's walk ends at a pc that is no
+	// kernel text address. Empty: any address from KernelStart.
+	Text []Range
 }
 
 // Stop says why a walk ended.

@@ -365,6 +365,19 @@ func TestFramePointerRISCV64Exception(t *testing.T) {
 		assert.ErrorIs(t, stop.Err, ErrBadFrame)
 		assert.Equal(t, want[:4], pcs(fr))
 	})
+	t.Run("epc outside kernel text", func(t *testing.T) {
+		o := opt
+		o.Text = []Range{{Start: text, End: text + 0x10000}}
+		fr, stop := FramePointer(build(), text+4, irqFP, o)
+		assert.True(t, stop.Final, "in text: %s", stop)
+		assert.Equal(t, want, pcs(fr))
+		m := build()
+		ptRegs(m, stack+0x40, text+0x999, regs+ptSize, idle[0], status) // a stack address
+		fr, stop = FramePointer(m, text+4, irqFP, o)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Contains(t, stop.Err.Error(), "not kernel text")
+		assert.Equal(t, want[:4], pcs(fr))
+	})
 	t.Run("s0 off the interrupted stack", func(t *testing.T) {
 		for _, s0 := range []uint64{regs + 0x10, irqStk + 0x3f90} { // below sp; another stack
 			m := build()

@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kdumpsyms/kdumpsyms/memory"
 )
@@ -36,8 +37,8 @@ type rvRegs struct{ epc, ra, sp, s0 uint64 }
 
 // crossRISCV64 reads the struct pt_regs at regs, which the frame record of
 // a handler returning into the trap entry code points at, and checks that
-// the walk can go on from it: a trap from kernel mode, at an epc in the
-// kernel, whose s0 (unless zero, the end of the stack) lies at or above
+// the walk can go on from it: a trap from kernel mode, at an epc in kernel
+// text (Options.Text, where given), whose s0 (unless zero, the end of the stack) lies at or above
 // the interrupted sp on that sp's stack and above regs (progress counts a
 // move to another stack). It returns false with why the walk stops: an
 // unreadable struct pt_regs, a trap from user mode (the end of the kernel
@@ -60,8 +61,8 @@ func crossRISCV64(kmem memory.Reader, regs uint64, stacks *int, opt Options) (rv
 	if t.Pointer(b[rvPtRegsStatus:])&rvStatusSPP == 0 {
 		return x, Stop{Final: true, Why: fmt.Sprintf("exception frame at %#x: a trap from user mode at %#x", regs, x.epc)}, false
 	}
-	if x.epc < opt.KernelStart {
-		return x, Stop{Err: fmt.Errorf("exception frame at %#x: epc %#x is not in the kernel: %w", regs, x.epc, ErrBadFrame)}, false
+	if x.epc < opt.KernelStart || len(opt.Text) > 0 && !slices.ContainsFunc(opt.Text, func(r Range) bool { return r.Contains(x.epc) }) {
+		return x, Stop{Err: fmt.Errorf("exception frame at %#x: epc %#x is not kernel text: %w", regs, x.epc, ErrBadFrame)}, false
 	}
 	if x.s0 != 0 {
 		if x.s0 < x.sp || x.s0&^(opt.StackSize-1) != x.sp&^(opt.StackSize-1) {
