@@ -490,7 +490,9 @@ func TestLookupKernelRules(t *testing.T) {
 				assert.Greater(t, n, 100)
 			}
 			assert.Greater(t, found, 3000)
-			assert.Greater(t, missing, 600)
+			// (deb14-7.2-riscv64, with three modules, probes the fewest
+			// module gaps: about 500 addresses in none.)
+			assert.Greater(t, missing, 400)
 		})
 	}
 }

@@ -88,6 +88,8 @@ func (s *Session) Unwind(regs []uint64) Stack {
 		if len(regs) > 1 {
 			opt.RA = regs[1]
 		}
+		opt.ExceptionEntry = s.riscvExceptionEntry()
+		opt.Text = s.riscvText()
 	}
 	var pc uint64
 	for i, n := range elfcore.RegisterNames(arch.ELFMachine()) {
@@ -123,6 +125,54 @@ func (s *Session) unwindARM(regs []uint64, kernelStart uint64) Stack {
 	kmem, _ := s.Kernel()
 	frames, stop := unwind.ARM(kmem, regs, t, unwind.Options{Target: s.target(), KernelStart: kernelStart, StackSize: 8 << 10})
 	return Stack{Unwinder: "ARM unwind tables", Frames: frames, Stop: stop}
+}
+
+// maxEntryCode bounds riscv64's trap entry code, handle_exception to
+// ret_from_exception_end: 0x1ba bytes on 6.12.
+const maxEntryCode = 64 << 10
+
+// riscvExceptionEntry returns riscv64's trap entry code, [handle_exception,
+// ret_from_exception_end) (arch/riscv/kernel/entry.S, v6.12 and v7.2; the
+// range walk_stackframe tests), from the kernel's symbols; the zero range,
+// so that no exception frame is crossed, when either is missing or they
+// do not make a range of entry code.
+func (s *Session) riscvExceptionEntry() unwind.Range {
+	start, err := s.chain.LookupName("handle_exception")
+	if err != nil {
+		return unwind.Range{}
+	}
+	end, err := s.chain.LookupName("ret_from_exception_end")
+	if err != nil || end.Addr <= start.Addr || end.Addr-start.Addr > maxEntryCode {
+		return unwind.Range{}
+	}
+	return unwind.Range{Start: start.Addr, End: end.Addr}
+}
+
+// riscvText returns where riscv64 kernel code can be: vmlinux's text and
+// init text (_stext.._etext, _sinittext.._einittext) and the module area
+// (VMCOREINFO's MODULES_VADDR..MODULES_END, which holds the BPF JIT's
+// region too); nil, so that no pc is refused, without _stext and _etext.
+func (s *Session) riscvText() []unwind.Range {
+	var out []unwind.Range
+	for _, p := range [][2]string{{"_stext", "_etext"}, {"_sinittext", "_einittext"}} {
+		lo, err1 := s.chain.LookupName(p[0])
+		hi, err2 := s.chain.LookupName(p[1])
+		if err1 != nil || err2 != nil || hi.Addr <= lo.Addr {
+			if p[0] == "_stext" {
+				return nil
+			}
+			continue
+		}
+		out = append(out, unwind.Range{Start: lo.Addr, End: hi.Addr})
+	}
+	if in := s.dump.Info(); in != nil {
+		if lo, ok := in.Number("MODULES_VADDR"); ok {
+			if hi, ok := in.Number("MODULES_END"); ok && hi > lo {
+				out = append(out, unwind.Range{Start: lo, End: hi})
+			}
+		}
+	}
+	return out
 }
 
 // unwindORC walks an x86_64 stack with vmlinux's ORC tables, found by their

@@ -10,7 +10,11 @@
 // pair instead, at [fp−2 words] and [fp−word] (Options.RecordBelow), and
 // a leaf function that saved no ra holds the caller's frame pointer in
 // the ra slot, which the walk recognises in the first frame as the
-// kernel's walk_stackframe does (Options.RA). The walk starts at the saved program counter and frame pointer and
+// kernel's walk_stackframe does (Options.RA). riscv64's trap entry keeps
+// no frame record: a return address into it (Options.ExceptionEntry) has
+// the walk cross the trap's struct pt_regs to the interrupted code, as
+// walk_stackframe does, and mark that frame (Frame.Regs); a trap from
+// user mode ends the stack (riscv64.go). The walk starts at the saved program counter and frame pointer and
 // stops at the kernel's final frame record (a zero frame pointer), at a
 // frame pointer that is misaligned, unreadable or goes backwards on its
 // stack, at a return address outside the kernel, or after MaxFrames.

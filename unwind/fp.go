@@ -12,7 +12,18 @@ import (
 type Frame struct {
 	PC uint64
 	FP uint64 // the frame pointer whose record gave PC; 0 for the first frame
+	// Regs is, for a PC read from an exception frame (the interrupted
+	// program counter the kernel's trap entry saved in a struct pt_regs),
+	// the address of that struct pt_regs; 0 for a return address or the
+	// first frame.
+	Regs uint64
 }
+
+// Range is the address range [Start, End).
+type Range struct{ Start, End uint64 }
+
+// Contains reports whether a lies in r.
+func (r Range) Contains(a uint64) bool { return a >= r.Start && a < r.End }
 
 // Options describe the kernel a walk reads.
 type Options struct {
@@ -47,9 +58,23 @@ type Options struct {
 	// that saved no return address: its record holds the caller's frame
 	// pointer where ra would be, and, as the kernel's walk_stackframe
 	// does, a value there that lies on the same stack at or above fp is
-	// taken as the next frame pointer and RA as the return address. 0:
-	// no such check.
+	// taken as the next frame pointer and RA as the return address (the
+	// frame after an exception frame gets the same test with the ra
+	// saved there). 0: no such check.
 	RA uint64
+	// ExceptionEntry is riscv64's trap entry code, [handle_exception,
+	// ret_from_exception_end) from the kernel's symbols; the zero Range:
+	// none. A return address inside it is where a handler the entry code
+	// called (do_irq, do_page_fault, do_trap_ecall_u, …) returns to, and
+	// that handler's frame pointer is the entry code's stack pointer, the
+	// struct pt_regs of the trap: the walk crosses it to the interrupted
+	// epc, s0 and ra (riscv64.go).
+	ExceptionEntry Range
+	// Text is where kernel code can be (riscv64: vmlinux's text and init
+	// text, the module area): a pc read from an exception frame outside
+	// it ends the walk, as the kernel's walk ends at a pc that is no
+	// kernel text address. Empty: any address from KernelStart.
+	Text []Range
 }
 
 // Stop says why a walk ended.
@@ -105,6 +130,7 @@ func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop
 	}
 	frames := []Frame{{PC: pc}}
 	stacks := 0
+	ra := opt.RA // the ra register of the newest frame, where registers gave it
 	var rec [16]byte
 	for len(frames) < opt.MaxFrames {
 		if fp == 0 {
@@ -127,9 +153,10 @@ func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop
 		if ret == 0 && next == 0 {
 			return frames, final // the final record holds zeros
 		}
-		if len(frames) == 1 && opt.RA != 0 && ret >= fp && ret%w == 0 && ret&^(opt.StackSize-1) == fp&^(opt.StackSize-1) {
-			next, ret = ret, opt.RA // a leaf: no ra saved, the caller's fp in its slot
+		if ra != 0 && ret >= fp && ret%w == 0 && ret&^(opt.StackSize-1) == fp&^(opt.StackSize-1) {
+			next, ret = ret, ra // a leaf: no ra saved, the caller's fp in its slot
 		}
+		ra = 0
 		if opt.PACMask != 0 && ret&(1<<55) != 0 {
 			ret |= opt.PACMask
 		}
@@ -137,6 +164,18 @@ func FramePointer(kmem memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop
 			return frames, Stop{Err: fmt.Errorf("return address %#x at %#x is not in the kernel: %w", ret, at+w, ErrBadFrame)}
 		}
 		frames = append(frames, Frame{PC: ret, FP: fp})
+		if opt.ExceptionEntry.Contains(ret) {
+			x, stop, ok := crossRISCV64(kmem, fp, &stacks, opt)
+			if !ok {
+				return frames, stop
+			}
+			if len(frames) == opt.MaxFrames {
+				break
+			}
+			frames = append(frames, Frame{PC: x.epc, FP: fp, Regs: fp})
+			fp, ra = x.s0, x.ra
+			continue
+		}
 		if next != 0 {
 			if err := progress("frame pointer", next, fp, &stacks, opt); err != nil {
 				return frames, Stop{Err: err}

@@ -266,3 +266,148 @@ func TestBackChainPPC64(t *testing.T) {
 		assert.ErrorIs(t, stop.Err, ErrBadFrame, "%#x", sp)
 	}
 }
+
+// TestFramePointerRISCV64Exception: a CPU stopped in an interrupt handler
+// on its IRQ stack, called through call_on_irq_stack and do_irq from the
+// trap entry, which interrupted the idle loop on the task stack: the walk
+// crosses the struct pt_regs to the interrupted epc and s0 and goes on to
+// the end of the task stack, marking the frame it read from pt_regs.
+func TestFramePointerRISCV64Exception(t *testing.T) {
+	const (
+		entry  = text + 0x8000 // handle_exception … ret_from_exception_end
+		regs   = stack + 0x3000
+		ptSize = 288   // PT_SIZE_ON_STACK
+		status = 0x120 // SPP, SPIE: a trap from supervisor mode
+	)
+	opt := Options{Target: le64, KernelStart: text, UserEnd: 1 << 63, RecordBelow: true,
+		ExceptionEntry: Range{Start: entry, End: entry + 0x1ba}}
+	// record writes the frame record of frame pointer fp: {next, ra} below it.
+	record := func(m *testutil.SparseMemory, fp, next, ra uint64) {
+		m.PutU64(fp-16, next)
+		m.PutU64(fp-8, ra)
+	}
+	ptRegs := func(m *testutil.SparseMemory, epc, ra, sp, s0, st uint64) {
+		m.PutU64(regs, epc)
+		m.PutU64(regs+8, ra)
+		m.PutU64(regs+16, sp)
+		m.PutU64(regs+64, s0)
+		m.PutU64(regs+256, st)
+		m.PutU64(regs+272, 0x8000000000000001) // cause: a software interrupt (IPI)
+	}
+	const irqFP, coiFP = irqStk + 0x3f80, regs - 0x30
+	idle := []uint64{stack + 0x3200, stack + 0x3300, stack + 0x3f00}
+	build := func() *testutil.SparseMemory {
+		m := testutil.NewSparseMemory()
+		record(m, irqFP, coiFP, text+0x10)       // handle_riscv_irq, on the IRQ stack
+		record(m, coiFP, regs, text+0x20)        // call_on_irq_stack's record, on the task stack
+		record(m, regs, regs+ptSize, entry+0x40) // do_irq: s0 = the entry's sp = pt_regs; its saved s0 the interrupted sp
+		ptRegs(m, text+0x300, text+0x999, regs+ptSize, idle[0], status)
+		record(m, idle[0], idle[1], text+0x310)
+		record(m, idle[1], idle[2], text+0x320)
+		record(m, idle[2], 0, 0)
+		return m
+	}
+	want := []uint64{text + 4, text + 0x10, text + 0x20, entry + 0x40, text + 0x300, text + 0x310, text + 0x320}
+
+	t.Run("idle loop", func(t *testing.T) {
+		fr, stop := FramePointer(build(), text+4, irqFP, opt)
+		assert.True(t, stop.Final, stop.String())
+		assert.Equal(t, want, pcs(fr))
+		for i, f := range fr {
+			if i == 4 {
+				assert.Equal(t, uint64(regs), f.Regs, "the interrupted pc's frame names its pt_regs")
+			} else {
+				assert.Zero(t, f.Regs, "frame %d", i)
+			}
+		}
+	})
+	t.Run("no entry range", func(t *testing.T) {
+		o := opt
+		o.ExceptionEntry = Range{}
+		fr, stop := FramePointer(build(), text+4, irqFP, o)
+		// The walk of issue 27: the entry's s0 (the interrupted sp) taken
+		// for a frame pointer, whose "record" is pt_regs' cause, orig_a0.
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Equal(t, want[:4], pcs(fr))
+	})
+	t.Run("leaf interrupted", func(t *testing.T) {
+		m := build()
+		leaf := uint64(stack + 0x3180)
+		ptRegs(m, text+0x300, text+0x305, regs+ptSize, leaf, status)
+		m.PutU64(leaf-16, 0xdead)
+		m.PutU64(leaf-8, idle[0]) // the leaf saved s0 alone, in the ra slot
+		fr, stop := FramePointer(m, text+4, irqFP, opt)
+		assert.True(t, stop.Final, stop.String())
+		assert.Equal(t, []uint64{text + 4, text + 0x10, text + 0x20, entry + 0x40, text + 0x300, text + 0x305, text + 0x310, text + 0x320}, pcs(fr))
+	})
+	t.Run("trap from user mode", func(t *testing.T) {
+		m := build()
+		ptRegs(m, 0xb5926, 0xb0000, 0x7ffffd7b96f0, 0x7ffffd7b9700, 0x200000020) // SPP clear
+		fr, stop := FramePointer(m, text+4, irqFP, opt)
+		assert.True(t, stop.Final, stop.String())
+		assert.Contains(t, stop.Why, "user mode")
+		assert.Equal(t, want[:4], pcs(fr))
+	})
+	t.Run("pt_regs not in the dump", func(t *testing.T) {
+		m := testutil.NewSparseMemory()
+		record(m, irqFP, coiFP, text+0x10)
+		record(m, coiFP, regs+0x1000, text+0x20)
+		record(m, regs+0x1000, regs, entry+0x40) // pt_regs on the next page, unsaved
+		fr, stop := FramePointer(m, text+4, irqFP, opt)
+		assert.ErrorIs(t, stop.Err, memory.ErrNotSaved)
+		assert.Contains(t, stop.Err.Error(), "pt_regs")
+		assert.Equal(t, want[:4], pcs(fr))
+	})
+	t.Run("epc outside the kernel", func(t *testing.T) {
+		m := build()
+		ptRegs(m, 0x1000, text+0x999, regs+ptSize, idle[0], status)
+		fr, stop := FramePointer(m, text+4, irqFP, opt)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Equal(t, want[:4], pcs(fr))
+	})
+	t.Run("epc outside kernel text", func(t *testing.T) {
+		o := opt
+		o.Text = []Range{{Start: text, End: text + 0x10000}}
+		fr, stop := FramePointer(build(), text+4, irqFP, o)
+		assert.True(t, stop.Final, "in text: %s", stop)
+		assert.Equal(t, want, pcs(fr))
+		m := build()
+		ptRegs(m, stack+0x40, text+0x999, regs+ptSize, idle[0], status) // a stack address
+		fr, stop = FramePointer(m, text+4, irqFP, o)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Contains(t, stop.Err.Error(), "not kernel text")
+		assert.Equal(t, want[:4], pcs(fr))
+	})
+	t.Run("s0 off the interrupted stack", func(t *testing.T) {
+		for _, s0 := range []uint64{regs + 0x10, irqStk + 0x3f90} { // below sp; another stack
+			m := build()
+			ptRegs(m, text+0x300, text+0x999, regs+ptSize, s0, status)
+			fr, stop := FramePointer(m, text+4, irqFP, opt)
+			assert.ErrorIs(t, stop.Err, ErrBadFrame, "%#x", s0)
+			assert.Equal(t, want[:4], pcs(fr))
+		}
+	})
+	t.Run("s0 zero", func(t *testing.T) {
+		m := build()
+		ptRegs(m, text+0x300, text+0x999, regs+ptSize, 0, status)
+		fr, stop := FramePointer(m, text+4, irqFP, opt)
+		assert.True(t, stop.Final, stop.String())
+		assert.Equal(t, want[:5], pcs(fr))
+	})
+	t.Run("a loop through pt_regs", func(t *testing.T) {
+		// The interrupted frame's record leads back to the IRQ stack's
+		// first frame: each round trip is two stack changes.
+		m := build()
+		record(m, idle[0], irqFP, text+0x310)
+		fr, stop := FramePointer(m, text+4, irqFP, opt)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.LessOrEqual(t, len(fr), 6*(4+1), "MaxStacks (4) bounds the round trips")
+	})
+	t.Run("frame limit", func(t *testing.T) {
+		o := opt
+		o.MaxFrames = 5
+		fr, stop := FramePointer(build(), text+4, irqFP, o)
+		assert.ErrorIs(t, stop.Err, ErrBadFrame)
+		assert.Len(t, fr, 5)
+	})
+}

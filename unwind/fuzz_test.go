@@ -31,9 +31,11 @@ func FuzzFramePointer(f *testing.F) {
 		mem := testutil.NewSparseMemory()
 		mem.Write(stack, img)
 		// riscv64's layout (records below s0, the leaf rule with an RA)
-		// reads the same image 16 bytes lower.
+		// reads the same image 16 bytes lower; return addresses 4 to 7 are
+		// into its trap entry, whose frames are read as struct pt_regs.
 		riscv := func(r memory.Reader, pc, fp uint64, opt Options) ([]Frame, Stop) {
 			opt.RecordBelow, opt.RA = true, text+0x1234
+			opt.ExceptionEntry = Range{Start: text + 0x40, End: text + 0x80}
 			return FramePointer(r, pc, fp+16, opt)
 		}
 		for _, walk := range []func(memory.Reader, uint64, uint64, Options) ([]Frame, Stop){FramePointer, BackChainS390, BackChainPPC64, riscv} {

@@ -93,6 +93,9 @@ type cpuDump struct {
 type frame struct {
 	PC     string `json:"pc"`
 	Symbol string `json:"symbol,omitempty"`
+	// ExceptionFrame is, for a pc the walk read from an exception frame
+	// (the interrupted code's), the address of its struct pt_regs.
+	ExceptionFrame string `json:"exception_frame,omitempty"`
 }
 
 type register struct {
@@ -183,6 +186,9 @@ func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int) {
 	cd.Stop = st.Stop.String()
 	for _, f := range st.Frames {
 		fr := frame{PC: fmt.Sprintf("%0*x", digits, f.PC)}
+		if f.Regs != 0 {
+			fr.ExceptionFrame = fmt.Sprintf("%0*x", digits, f.Regs)
+		}
 		if sym, err := s.Chain().Lookup(f.PC); err == nil {
 			fr.Symbol = sym.Format(f.PC)
 		}
@@ -250,6 +256,9 @@ func (rep *panicReport) writeText(w *bufio.Writer) {
 		}
 		fmt.Fprintf(w, "  call trace (%s):\n", c.Unwinder)
 		for _, f := range c.Frames {
+			if f.ExceptionFrame != "" {
+				fmt.Fprintf(w, "   -- exception frame, pt_regs at %s --\n", f.ExceptionFrame)
+			}
 			if f.Symbol != "" {
 				fmt.Fprintf(w, "   %s\n", f.Symbol)
 			} else {

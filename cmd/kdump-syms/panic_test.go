@@ -18,12 +18,37 @@ import (
 var consolePanic = regexp.MustCompile(`\] (Kernel panic - not syncing: .*)`)
 var consoleCPU = regexp.MustCompile(`\] CPU: (\d+) (?:UID: \d+ )?PID: (\d+) Comm: (\S+)`)
 
+// consoleIdle and consoleSwapper match what sysrq l (every CPU's
+// backtrace, asked for by the /init of guests with several CPUs) prints
+// for a CPU running its idle task: where it idles, or, when an interrupt
+// was being handled there, the backtrace of PID 0.
+var (
+	consoleIdle    = regexp.MustCompile(`\] NMI backtrace for cpu (\d+) skipped: idling at ([A-Za-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+)`)
+	consoleSwapper = regexp.MustCompile(`\] CPU: (\d+) (?:UID: \d+ )?PID: 0 Comm: swapper/`)
+)
+
+// idleCPUs returns the CPUs the console shows running their idle task
+// before the panic, each with where it idled ("func+off/size"; "" when not
+// told).
+func idleCPUs(console string) map[int]string {
+	out := map[int]string{}
+	for _, m := range consoleSwapper.FindAllStringSubmatch(console, -1) {
+		n, _ := strconv.Atoi(m[1])
+		out[n] = ""
+	}
+	for _, m := range consoleIdle.FindAllStringSubmatch(console, -1) {
+		n, _ := strconv.Atoi(m[1])
+		out[n] = m[2]
+	}
+	return out
+}
+
 // TestPanicCorpus: on a dump of every corpus guest (every dump with
 // testutil.Thorough; see guestSample), where it holds the log, panic names
 // the panic the console printed, the CPU and task the console named, finds
 // the crashing CPU's register note and symbolizes its program counter.
 func TestPanicCorpus(t *testing.T) {
-	ran := 0
+	ran, others := 0, 0
 	for _, g := range testutil.Corpus(t) {
 		console, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
 		if err != nil {
@@ -31,8 +56,9 @@ func TestPanicCorpus(t *testing.T) {
 		}
 		text := strings.ReplaceAll(string(console), "\r", "")
 		wantMsg := consolePanic.FindStringSubmatch(text)
-		wantCPU := consoleCPU.FindStringSubmatch(text)
 		require.NotNil(t, wantMsg, "no panic in %s's console log", g.Name)
+		// The panic's "CPU: …" line follows it (sysrq l prints others before).
+		wantCPU := consoleCPU.FindStringSubmatch(text[strings.Index(text, wantMsg[0]):])
 		require.NotNil(t, wantCPU)
 		for _, cd := range guestSample(g) {
 			paths, f := cd.Paths, cd.Format
@@ -105,6 +131,42 @@ func TestPanicCorpus(t *testing.T) {
 					}
 					assert.Equal(t, len(want), j, "unwound %v; the console's trace from panic: %v (stopped: %s)", got, want, c.Stop)
 				}
+				// The other CPUs, stopped by panic's IPI: on riscv64 each
+				// stack crosses the IPI's exception frame into the code it
+				// interrupted, and ends in the idle loop's callers
+				// (kernel/sched/idle.c: do_idle, cpu_startup_entry) or a
+				// kernel thread's entry (kthread). A CPU sysrq l found idle
+				// before the crash (guests with several CPUs, whose init
+				// keeps to CPU 0) is in the idle loop, at the pc sysrq l
+				// named where it did.
+				idleAt := idleCPUs(text[:strings.Index(text, wantMsg[0])])
+				for n, c := range rep.CPUs {
+					if n == rep.CrashingCPU || c.Unwinder == "" || g.ArchName() != "riscv64" {
+						continue
+					}
+					var got []string
+					crossed := -1
+					for i, f := range c.Frames {
+						name, _, _ := strings.Cut(f.Symbol, "+")
+						got = append(got, name)
+						if f.ExceptionFrame != "" && crossed < 0 {
+							crossed = i
+						}
+					}
+					require.GreaterOrEqual(t, crossed, 0, "CPU %d crossed no exception frame: %v (stopped: %s)", n, got, c.Stop)
+					rest := got[crossed:]
+					idle := slices.Index(rest, "do_idle")
+					if at, ok := idleAt[n]; ok {
+						if at != "" {
+							assert.Equal(t, at, c.Frames[crossed].Symbol, "CPU %d: the interrupted pc", n)
+						}
+						assert.Equal(t, []string{"do_idle", "cpu_startup_entry"}, rest[1:min(3, len(rest))], "CPU %d: %v (stopped: %s)", n, got, c.Stop)
+					} else {
+						assert.True(t, idle >= 0 && idle+1 < len(rest) && rest[idle+1] == "cpu_startup_entry" || slices.Contains(rest, "kthread"),
+							"CPU %d ends in neither the idle loop nor a kernel thread: %v (stopped: %s)", n, got, c.Stop)
+					}
+					others++
+				}
 				// The report ends the log, with the panic line in it.
 				require.NotEmpty(t, rep.Report)
 				assert.Contains(t, strings.Join(rep.Report, "\n"), wantMsg[1])
@@ -114,6 +176,7 @@ func TestPanicCorpus(t *testing.T) {
 	if ran == 0 {
 		t.Skip("no corpus dump with a console log holds the kernel log")
 	}
+	t.Logf("the stacks of %d CPUs that did not crash checked", others)
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
