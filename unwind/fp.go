@@ -12,6 +12,10 @@ import (
 type Frame struct {
 	PC uint64
 	FP uint64 // the frame pointer whose record gave PC; 0 for the first frame
+	// Recovered, when set, says how this frame was found where the
+	// unwinder's own rules gave none (ORC: after a first frame without a
+	// usable entry; see Recovery).
+	Recovered *Recovery
 }
 
 // Options describe the kernel a walk reads.

@@ -93,6 +93,9 @@ type cpuDump struct {
 type frame struct {
 	PC     string `json:"pc"`
 	Symbol string `json:"symbol,omitempty"`
+	// FoundBy says how a frame the unwinder's own rules did not give was
+	// found (unwind.Recovery): the method, then how it was checked.
+	FoundBy string `json:"found_by,omitempty"`
 }
 
 type register struct {
@@ -186,6 +189,9 @@ func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int) {
 		if sym, err := s.Chain().Lookup(f.PC); err == nil {
 			fr.Symbol = sym.Format(f.PC)
 		}
+		if r := f.Recovered; r != nil {
+			fr.FoundBy = fmt.Sprintf("%s (the frame before has no usable entry: %v): %s", r.Method, r.Cause, r)
+		}
 		cd.Frames = append(cd.Frames, fr)
 	}
 }
@@ -250,6 +256,9 @@ func (rep *panicReport) writeText(w *bufio.Writer) {
 		}
 		fmt.Fprintf(w, "  call trace (%s):\n", c.Unwinder)
 		for _, f := range c.Frames {
+			if f.FoundBy != "" {
+				fmt.Fprintf(w, "   -- next frame found by %s\n", f.FoundBy)
+			}
 			if f.Symbol != "" {
 				fmt.Fprintf(w, "   %s\n", f.Symbol)
 			} else {
