@@ -14,12 +14,13 @@ import (
 // crash_setup_regs saved inside __crash_kexec (arch/x86/include/asm/kexec.h,
 // v4.x to v7.x): each register stored by an asm statement, rsp among them,
 // and ip = _THIS_IP_ (include/linux/instruction_pointer.h), the address of
-// a label the compiler places where it likes: not an instruction objtool
-// gave the stack state of the asm statements, often past the function's
-// last instruction, in an undefined entry. rsp, though, is the function's
+// a label the compiler places where it likes. rsp, though, is the function's
 // stack pointer in its body, where it then calls crash_save_vmcoreinfo,
 // machine_crash_shutdown and machine_kexec (kernel/crash_core.c, 6.x;
-// kernel/kexec_core.c before). Two ways go on from it, tried in turn:
+// kernel/kexec_core.c before). __crash_kexec itself is marked
+// STACK_FRAME_NON_STANDARD there, so objtool gives it no entry at all:
+// the undefined entry ending the function before it covers all of it.
+// Two ways go on from it, tried in turn:
 //
 //  1. RecoverOwnORC: the ORC entries of the same function at its other
 //     instructions. Each entry whose CFA is sp + offset (a call frame)
@@ -241,7 +242,11 @@ func (w *orcWalker) recover(st orcState, cause error) ([]Frame, Stop) {
 			}
 			return first, Stop{Err: fmt.Errorf("%w; the function's own ORC entries lead to %d return addresses that each reach the end of the stack (at %s): ambiguous", cause, len(found), strings.Join(at, ", "))}
 		}
-		notes = append(notes, fmt.Sprintf("no offset of the function's own ORC entries (at %#x) leads to one", fnStart))
+		if len(seen) == 0 {
+			notes = append(notes, fmt.Sprintf("the function at %#x has no ORC call entry with a CFA from sp", fnStart))
+		} else {
+			notes = append(notes, fmt.Sprintf("none of the %d slots the function's own ORC entries give (the function at %#x) leads to one", len(seen), fnStart))
+		}
 	}
 
 	// 2. A scan up the stack.
