@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCaptureStackCorpus: on every corpus dump that is a kdump capture
+// (the crashing CPU's first frame in __crash_kexec, where crash_setup_regs
+// saved its registers), panic's stack is __crash_kexec and then exactly
+// the console's call trace from panic on, the frame after __crash_kexec
+// found by a recovery that names a direct call to it (not a weak one).
+// The default run reads one dump of each guest, testutil.Thorough every
+// one; on the committed extracts it needs the pages that walk reads
+// (Session.Unwind's: the stack, the text before each return address
+// tried, the ORC entries), which extract records.
+func TestCaptureStackCorpus(t *testing.T) {
+	ran := 0
+	for _, g := range testutil.Corpus(t) {
+		if g.ArchName() != "x86_64" {
+			continue
+		}
+		console, err := os.ReadFile(filepath.Join(g.Dir, "console.log"))
+		if err != nil {
+			continue
+		}
+		want := consoleTrace(strings.ReplaceAll(string(console), "\r", ""))
+		dumps := g.Dumps()
+		if !testutil.Thorough() && len(dumps) > 1 {
+			dumps = dumps[:1]
+		}
+		for _, d := range dumps {
+			t.Run(g.Name+"/"+string(d.Format), func(t *testing.T) {
+				args := []string{"panic", "--format", "json", d.Paths[0]}
+				for _, p := range d.Paths[1:] {
+					args = append(args, "--part", p)
+				}
+				_, stdout, stderr := runCLI(args...)
+				var rep panicReport
+				require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stderr)
+				if rep.CrashingCPU < 0 {
+					t.Skip("the crashing CPU is not told: " + stderr)
+				}
+				c := rep.CPUs[rep.CrashingCPU]
+				if len(c.Frames) == 0 || !strings.HasPrefix(c.Frames[0].Symbol, "__crash_kexec+") {
+					t.Skip("not a kdump capture: the crashing CPU is not in __crash_kexec")
+				}
+				ran++
+				require.NotEmpty(t, want, "no call trace after panic on the console")
+				var got []string
+				for _, f := range c.Frames {
+					name, _, _ := strings.Cut(f.Symbol, "+")
+					got = append(got, name)
+				}
+				require.Greater(t, len(got), 1, "stopped: %s", c.Stop)
+				assert.Equal(t, want, got[1:], "stopped: %s", c.Stop)
+				assert.Contains(t, c.Frames[1].FoundBy, "stack scan")
+				assert.Contains(t, c.Frames[1].FoundBy, "a direct call to the function")
+				assert.NotContains(t, c.Frames[1].FoundBy, "weak")
+				assert.Contains(t, c.Stop, "end of stack")
+			})
+		}
+	}
+	if ran == 0 {
+		t.Skip("no kdump capture in the corpus (testdata/vmcores/generate makes them)")
+	}
+}
