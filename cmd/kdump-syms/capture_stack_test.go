@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -71,4 +72,22 @@ func TestCaptureStackCorpus(t *testing.T) {
 	if ran == 0 {
 		t.Skip("no kdump capture in the corpus (testdata/vmcores/generate makes them)")
 	}
+}
+
+// TestPanicTextFoundBy: a recovered frame is printed after a line saying
+// how it was found.
+func TestPanicTextFoundBy(t *testing.T) {
+	rep := &panicReport{CrashingCPU: -1, LogCPU: -1, PID: -1, CPUs: []cpuDump{{
+		Unwinder: "ORC",
+		Frames: []frame{
+			{PC: "ffffffff811cb920", Symbol: "__crash_kexec+0x120/0x140"},
+			{PC: "ffffffff81d1c1a2", Symbol: "panic+0x12f/0x320", FoundBy: "stack scan (…): …"},
+		},
+		Stop: "end of stack (entry from user space)",
+	}}}
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	rep.writeText(w)
+	require.NoError(t, w.Flush())
+	assert.Contains(t, b.String(), "   __crash_kexec+0x120/0x140\n   -- next frame found by stack scan (…): …\n   panic+0x12f/0x320\n")
 }
