@@ -192,7 +192,7 @@ func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int) {
 		if r := f.Recovered; r != nil {
 			fr.FoundBy = fmt.Sprintf("%s (the frame before has no usable entry: %v): %s", r.Method, r.Cause, r)
 			if sym, err := s.Chain().Lookup(r.Func); r.Func != 0 && err == nil {
-				fr.FoundBy += "; the function: " + sym.Format(r.Func)
+				fr.FoundBy += "; the function: " + sym.Name
 			}
 		}
 		cd.Frames = append(cd.Frames, fr)
