@@ -16,7 +16,8 @@ import (
 // TestCaptureStackCorpus: on every corpus dump that is a kdump capture
 // (the crashing CPU's first frame in __crash_kexec, where crash_setup_regs
 // saved its registers), panic's stack is __crash_kexec and then exactly
-// the console's call trace from panic on, the frame after __crash_kexec
+// the console's call trace from vpanic or panic on (7.x: vpanic, then
+// panic; before: panic), the frame after __crash_kexec
 // found by a recovery that names a direct call to it (not a weak one).
 // The default run reads one dump of each guest, testutil.Thorough every
 // one; on the committed extracts it needs the pages that walk reads
@@ -32,7 +33,7 @@ func TestCaptureStackCorpus(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		want := consoleTrace(strings.ReplaceAll(string(console), "\r", ""))
+		want := consoleTraceFromPanic(strings.ReplaceAll(string(console), "\r", ""))
 		dumps := g.Dumps()
 		if !testutil.Thorough() && len(dumps) > 1 {
 			dumps = dumps[:1]
@@ -95,4 +96,33 @@ func TestPanicTextFoundBy(t *testing.T) {
 	rep.writeText(w)
 	require.NoError(t, w.Flush())
 	assert.Contains(t, b.String(), "   __crash_kexec+0x120/0x140\n   -- next frame found by stack scan (…): …\n   panic+0x12f/0x320\n")
+}
+
+// consoleTraceFromPanic returns the functions of the console's call trace
+// holding panic, from its first vpanic or panic entry on, less the "?"
+// entries.
+func consoleTraceFromPanic(console string) []string {
+	var block []string
+	from := func() []string {
+		for i, f := range block {
+			if f == "panic" || f == "vpanic" {
+				return block[i:]
+			}
+		}
+		return nil
+	}
+	for _, line := range strings.Split(console, "\n") {
+		m := traceLine.FindStringSubmatch(line)
+		if m == nil {
+			if out := from(); out != nil {
+				return out
+			}
+			block = block[:0]
+			continue
+		}
+		if m[1] == "" {
+			block = append(block, m[2])
+		}
+	}
+	return from()
 }
