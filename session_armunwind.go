@@ -52,7 +52,7 @@ var (
 // ARMTables returns a 32-bit ARM kernel's unwind tables (CONFIG_ARM_UNWIND):
 // vmlinux's index, by the symbols __start_unwind_idx and __stop_unwind_idx
 // or, without CONFIG_KALLSYMS_ALL, through the code of the unwinder that
-// uses them (docs/formats.md §11), and a loader of the modules' (the
+// uses them (docs/formats.md §12), and a loader of the modules' (the
 // kernel's unwind_tables list). The string says how vmlinux's was found.
 func (s *Session) ARMTables() (unwind.ARMTables, string, error) {
 	st := &s.armSt

@@ -16,7 +16,9 @@ type Stack struct {
 	// Unwinder names how Frames were found: "frame pointers" (arm64,
 	// i386, riscv64), "back chain" (s390x, ppc64), "ORC" (x86_64) or
 	// "ARM unwind tables" (32-bit ARM); "" when the stack was
-	// not unwound, Stop.Err saying why.
+	// not unwound, Stop.Err saying why. A frame the unwinder's own rules
+	// did not give (ORC's after a kdump capture's first frame) says how it
+	// was found in its Recovered.
 	Unwinder string
 	Frames   []unwind.Frame
 	Stop     unwind.Stop
@@ -234,6 +236,15 @@ func (s *Session) findORCTables() (unwind.ORCTables, error) {
 	}
 	t.LoadModules = s.orcModules
 	t.MayBeModule = func(a uint64) bool { return !s.outsideModuleArea(a) }
+	// The function holding an address, for a first frame ORC cannot
+	// unwind (a kdump capture's crash_setup_regs registers).
+	t.Func = func(a uint64) (uint64, uint64, bool) {
+		sym, err := s.chain.Lookup(a)
+		if err != nil || sym.Size == 0 || a-sym.Addr >= sym.Size {
+			return 0, 0, false
+		}
+		return sym.Addr, sym.Addr + sym.Size, true
+	}
 	return t, nil
 }
 

@@ -17,6 +17,10 @@ type Frame struct {
 	// the address of that struct pt_regs; 0 for a return address or the
 	// first frame.
 	Regs uint64
+	// Recovered, when set, says how this frame was found where the
+	// unwinder's own rules gave none (ORC: after a first frame without a
+	// usable entry; see Recovery).
+	Recovered *Recovery
 }
 
 // Range is the address range [Start, End).

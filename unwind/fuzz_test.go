@@ -52,10 +52,14 @@ func FuzzFramePointer(f *testing.F) {
 
 // FuzzORC edits well-formed ORC tables and the stack they describe
 // (image: 4 KiB of ip table and entries, then 4 KiB of stack): the walk
-// ends within MaxFrames with a reason.
+// ends within MaxFrames with a reason. The last two walks start at the
+// undefined terminator, with and without the function's bounds, so they
+// take the recovery path (recover.go): a recovered frame is only ever the
+// second, and comes with how it was found.
 func FuzzORC(f *testing.F) {
 	f.Add([]byte{})
-	f.Add([]byte{0, 0, 0x00, 0x04, 4, 0xff, 0xff, 0xff, 0x7f}) // an ip slot
+	f.Add([]byte{0, 0, 0x00, 0x04, 4, 0xff, 0xff, 0xff, 0x7f})                            // an ip slot
+	f.Add([]byte{0, 0x20, 0x00, 0x00, 8, 0x0c, 0x01, 0x00, 0x81, 0xff, 0xff, 0xff, 0xff}) // a stack word: a return address
 	fns := []orcFn{
 		{addr: kText, kind: kindRegs, spReg: orcRegSP},
 		{addr: kText + 0x100, kind: kindCall, spReg: orcRegSP, spOff: 8},
@@ -90,19 +94,30 @@ func FuzzORC(f *testing.F) {
 			nMod = uint64(edits[0]) * 997
 		}
 		mod := []ORCModule{{Name: "m", Start: kText + 0x100, End: kText + 0x380, IP: orcIP, Entries: orcTab, N: nMod}}
-		for i, format := range []ORCFormat{ORCBefore63, ORC64, ORC71, ORC64} {
-			tabs.Format, tabs.Modules = format, nil
-			if i == 3 {
-				tabs.Modules = mod
-			}
+		for i, format := range []ORCFormat{ORCBefore63, ORC64, ORC71, ORC64, ORC64, ORC64} {
+			tabs.Format, tabs.Modules, tabs.Func = format, nil, nil
 			cpu := make([]uint64, 27)
 			cpu[regIP], cpu[regSP] = kText+0x210, sp
+			switch i {
+			case 3:
+				tabs.Modules = mod
+			case 4:
+				tabs.Func = func(a uint64) (uint64, uint64, bool) { return kText + 0x300, kText + 0x480, true }
+				fallthrough
+			case 5:
+				cpu[regIP], cpu[regSP] = kText+0x400, sp+8*uint64(len(edits)%64)
+			}
 			fr, stop := ORC(mem, cpu, tabs, Options{KernelStart: kText, MaxFrames: 64})
 			if len(fr) > 64 || len(fr) == 0 {
 				t.Fatalf("%d frames", len(fr))
 			}
 			if !stop.Final && stop.Err == nil {
 				t.Fatal("stop without a reason")
+			}
+			for j, f := range fr {
+				if f.Recovered != nil && (j != 1 || f.Recovered.String() == "") {
+					t.Fatalf("frame %d recovered: %v", j, f.Recovered)
+				}
 			}
 		}
 	})

@@ -90,6 +90,10 @@ type ORCTables struct {
 	// text at all; LoadModules is not called for one that cannot (a user
 	// address the walk ends at, for one).
 	MayBeModule func(addr uint64) bool
+	// Func, when set, gives the function holding a code address: its
+	// start and end (from the symbols). A first frame without a usable
+	// entry is recovered from better with it (see Recovery).
+	Func func(addr uint64) (start, end uint64, ok bool)
 }
 
 // format is the entry layout of t: the one its Header names when it has
@@ -236,6 +240,7 @@ type orcWalker struct {
 	t      ORCTables
 	format ORCFormat
 	n      uint64
+	opt    Options // limits set
 }
 
 // orcTable is one table to search: vmlinux's or a module's.
@@ -266,6 +271,15 @@ func (w *orcWalker) inVmlinux(t orcTable, ip uint64) bool {
 // (as the kernel's __orc_find), in the table of the module whose text
 // holds ip, else in vmlinux's.
 func (w *orcWalker) find(ip uint64) (orcEntry, error) {
+	t, i, err := w.locate(ip)
+	if err != nil {
+		return orcEntry{}, err
+	}
+	return w.decode(t, i)
+}
+
+// locate returns the table holding ip's entry and the entry's index.
+func (w *orcWalker) locate(ip uint64) (orcTable, uint64, error) {
 	t := orcTable{ip: w.t.IPStart, entries: w.t.Entries, n: w.n}
 	if w.t.LoadModules != nil && w.t.Modules == nil && w.t.ModulesErr == nil &&
 		(w.t.MayBeModule == nil || w.t.MayBeModule(ip)) && !w.inVmlinux(t, ip) {
@@ -281,35 +295,32 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 			if m.N > MaxModuleORCs(text) {
 				// A num_orcs no text of this size could need: damage,
 				// not a table to search.
-				return orcEntry{}, fmt.Errorf("%#x [%s]: num_orcs %d for %d bytes of text: %w", ip, m.Name, m.N, text, ErrBadFrame)
+				return t, 0, fmt.Errorf("%#x [%s]: num_orcs %d for %d bytes of text: %w", ip, m.Name, m.N, text, ErrBadFrame)
 			}
 			t = orcTable{name: m.Name, ip: m.IP, entries: m.Entries, n: m.N}
 			break
 		}
 	}
-	where := ""
-	if t.name != "" {
-		where = " [" + t.name + "]"
-	}
+	where := t.where()
 	if t.n == 0 {
-		return orcEntry{}, fmt.Errorf("%#x%s: the module has no ORC entries: %w", ip, where, ErrNoORC)
+		return t, 0, fmt.Errorf("%#x%s: the module has no ORC entries: %w", ip, where, ErrNoORC)
 	}
 	lo, hi := uint64(0), t.n // the answer is in [lo, hi)
 	first, err := w.ipAt(t, 0)
 	if err != nil {
-		return orcEntry{}, fmt.Errorf("orc_unwind_ip%s: %w", where, err)
+		return t, 0, fmt.Errorf("orc_unwind_ip%s: %w", where, err)
 	}
 	if ip < first {
 		if t.name == "" && w.t.ModulesErr != nil {
-			return orcEntry{}, fmt.Errorf("%#x: %w (no module's tables: %w)", ip, ErrNoORC, w.t.ModulesErr)
+			return t, 0, fmt.Errorf("%#x: %w (no module's tables: %w)", ip, ErrNoORC, w.t.ModulesErr)
 		}
-		return orcEntry{}, fmt.Errorf("%#x%s: %w", ip, where, ErrNoORC)
+		return t, 0, fmt.Errorf("%#x%s: %w", ip, where, ErrNoORC)
 	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		a, err := w.ipAt(t, mid)
 		if err != nil {
-			return orcEntry{}, fmt.Errorf("orc_unwind_ip%s: %w", where, err)
+			return t, 0, fmt.Errorf("orc_unwind_ip%s: %w", where, err)
 		}
 		if a <= ip {
 			lo = mid
@@ -323,14 +334,26 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 		// its own terminators decode as undefined entries.)
 		if last, _ := w.ipAt(t, lo); ip != last {
 			if w.t.ModulesErr != nil {
-				return orcEntry{}, fmt.Errorf("%#x past the last ORC address: %w (no module's tables: %w)", ip, ErrNoORC, w.t.ModulesErr)
+				return t, 0, fmt.Errorf("%#x past the last ORC address: %w (no module's tables: %w)", ip, ErrNoORC, w.t.ModulesErr)
 			}
-			return orcEntry{}, fmt.Errorf("%#x past the last ORC address: %w", ip, ErrNoORC)
+			return t, 0, fmt.Errorf("%#x past the last ORC address: %w", ip, ErrNoORC)
 		}
 	}
+	return t, lo, nil
+}
+
+func (t orcTable) where() string {
+	if t.name != "" {
+		return " [" + t.name + "]"
+	}
+	return ""
+}
+
+// decode reads entry i of table t.
+func (w *orcWalker) decode(t orcTable, i uint64) (orcEntry, error) {
 	var b [6]byte
-	if err := memory.ReadFull(w.kmem, b[:], t.entries+6*lo); err != nil {
-		return orcEntry{}, fmt.Errorf("orc_unwind%s entry %d: %w", where, lo, err)
+	if err := memory.ReadFull(w.kmem, b[:], t.entries+6*i); err != nil {
+		return orcEntry{}, fmt.Errorf("orc_unwind%s entry %d: %w", t.where(), i, err)
 	}
 	bits := binary.LittleEndian.Uint16(b[4:])
 	e := orcEntry{
@@ -389,6 +412,12 @@ func (w *orcWalker) find(ip uint64) (orcEntry, error) {
 // pt_regs of interrupts and exceptions, and iret frames, to the entry from
 // user space or the end-of-stack hint. It reads little-endian 64-bit
 // memory whatever Options.Target says.
+//
+// When the first frame's address has no usable entry (undefined, or no
+// table covers it), as for the registers crash_setup_regs saves in a kdump
+// capture, the walk goes on from a return address found on the stack the
+// way recover.go describes, and the frame found that way carries a
+// Recovery saying how; where none is found, the stop says why.
 func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, Stop) {
 	opt.setLimits()
 	if len(regs) < nRegs {
@@ -401,132 +430,165 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 	if err != nil {
 		return nil, Stop{Err: err}
 	}
-	w := &orcWalker{kmem: kmem, t: t, format: format, n: (t.IPStop - t.IPStart) / 4}
-	var full [nRegs]uint64 // the registers known in full: the first frame's, or a pt_regs'
-	copy(full[:], regs)
-	haveFull := true
-	ip, sp, bp := regs[regIP], regs[regSP], regs[regBP]
-	signal := true // ip is where the CPU was, not a return address
-	frames := []Frame{{PC: ip}}
-	stacks := 0
-	read := func(a uint64) (uint64, error) { return memory.Uint64(kmem, binary.LittleEndian, a) }
-	for len(frames) < opt.MaxFrames {
-		look := ip
-		if !signal {
+	w := &orcWalker{kmem: kmem, t: t, format: format, n: (t.IPStop - t.IPStart) / 4, opt: opt}
+	st := orcState{ip: regs[regIP], sp: regs[regSP], bp: regs[regBP], haveFull: true, signal: true}
+	copy(st.full[:], regs)
+	frames := []Frame{{PC: st.ip}}
+	e, err := w.find(st.ip)
+	switch {
+	case err == nil && e.kind == kindUndefined:
+		return w.recover(st, fmt.Errorf("ORC entry for %#x is undefined: %w", st.ip, ErrBadFrame))
+	case errors.Is(err, ErrNoORC):
+		return w.recover(st, err)
+	}
+	return w.walk(frames, st, 0)
+}
+
+// orcState is where a walk is: the frame's address, stack and frame
+// pointers, and the registers known in full (the first frame's, or a
+// pt_regs').
+type orcState struct {
+	ip, sp, bp uint64
+	full       [nRegs]uint64
+	haveFull   bool
+	// signal says ip is where the CPU was, not a return address.
+	signal bool
+}
+
+// walk goes on from st, whose frame is frames' last, up to MaxFrames
+// frames; stacks counts the moves between stacks so far.
+func (w *orcWalker) walk(frames []Frame, st orcState, stacks int) ([]Frame, Stop) {
+	for len(frames) < w.opt.MaxFrames {
+		look := st.ip
+		if !st.signal {
 			look-- // a return address may be past the end of its call's function
 		}
 		e, err := w.find(look)
 		if err != nil {
 			return frames, Stop{Err: err}
 		}
-		switch e.kind {
-		case kindEnd:
-			return frames, Stop{Final: true, Why: "end-of-stack hint"}
-		case kindUndefined:
-			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x is undefined: %w", ip, ErrBadFrame)}
+		prev := st
+		if stop, ok := w.step(e, &st); !ok {
+			return frames, stop
 		}
-		var cfa uint64
-		indirect := false
-		fromReg := func(i int) bool {
-			if !haveFull {
-				return false
-			}
-			cfa = full[i]
-			return true
-		}
-		switch e.spReg {
-		case orcRegSP:
-			cfa = sp + uint64(int64(e.spOff))
-		case orcRegBP:
-			cfa = bp + uint64(int64(e.spOff))
-		case orcRegSPIndirect:
-			cfa, indirect = sp, true
-		case orcRegBPIndirect:
-			cfa, indirect = bp+uint64(int64(e.spOff)), true
-		case orcRegR10, orcRegR13, orcRegDI, orcRegDX, orcRegAX:
-			i := map[orcBase]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX, orcRegAX: regAX}[e.spReg]
-			if !fromReg(i) {
-				return frames, Stop{Err: fmt.Errorf("ORC entry for %#x needs a register not saved in this frame: %w", ip, ErrBadFrame)}
-			}
-			cfa += uint64(int64(e.spOff))
-		default:
-			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: sp_reg %d: %w", ip, e.spRaw, ErrBadFrame)}
-		}
-		if indirect {
-			if cfa, err = read(cfa); err != nil {
-				return frames, Stop{Err: fmt.Errorf("indirect stack pointer: %w", err)}
-			}
-			if e.spReg == orcRegSPIndirect {
-				cfa += uint64(int64(e.spOff))
-			}
-		}
-		prevSP := sp
-		switch e.kind {
-		case kindCall:
-			ret, err := read(cfa - 8)
-			if err != nil {
-				return frames, Stop{Err: fmt.Errorf("return address at %#x: %w", cfa-8, err)}
-			}
-			ip, sp, signal, haveFull = ret, cfa, e.signal, false
-		case kindRegs:
-			var b [nRegs * 8]byte
-			if err := memory.ReadFull(kmem, b[:], cfa); err != nil {
-				return frames, Stop{Err: fmt.Errorf("pt_regs at %#x: %w", cfa, err)}
-			}
-			for i := range full {
-				full[i] = binary.LittleEndian.Uint64(b[8*i:])
-			}
-			haveFull, signal = true, true
-			if full[regCS]&3 == 3 {
-				return frames, Stop{Final: true, Why: "entry from user space"}
-			}
-			ip, sp = full[regIP], full[regSP]
-		case kindIret:
-			// cfa points at the iret frame: ip, cs, flags, sp, ss.
-			var b [40]byte
-			if err := memory.ReadFull(kmem, b[:], cfa); err != nil {
-				return frames, Stop{Err: fmt.Errorf("iret frame at %#x: %w", cfa, err)}
-			}
-			if binary.LittleEndian.Uint64(b[8:])&3 == 3 {
-				return frames, Stop{Final: true, Why: "entry from user space"}
-			}
-			ip, sp = binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[24:])
-			haveFull, signal = false, true
-		}
-		switch e.bpReg {
-		case orcRegUndefined:
-			if haveFull {
-				bp = full[regBP]
-			}
-		case orcRegPrevSP:
-			if bp, err = read(cfa + uint64(int64(e.bpOff))); err != nil {
-				return frames, Stop{Err: fmt.Errorf("saved rbp: %w", err)}
-			}
-		case orcRegBP:
-			if bp, err = read(bp + uint64(int64(e.bpOff))); err != nil {
-				return frames, Stop{Err: fmt.Errorf("saved rbp: %w", err)}
-			}
-		default:
-			return frames, Stop{Err: fmt.Errorf("ORC entry for %#x: bp_reg %d: %w", ip, e.bpRaw, ErrBadFrame)}
-		}
-		if ip < opt.KernelStart {
-			return frames, Stop{Err: fmt.Errorf("return address %#x is not in the kernel: %w", ip, ErrBadFrame)}
-		}
-		frames = append(frames, Frame{PC: ip, FP: sp})
-		// The stack only grows toward the caller, except on a move from an
-		// interrupt or exception stack to the one it interrupted.
-		same := sp&^(opt.StackSize-1) == prevSP&^(opt.StackSize-1)
-		switch {
-		case same && sp <= prevSP && e.kind == kindCall:
-			return frames, Stop{Err: fmt.Errorf("stack pointer %#x after %#x goes back down its stack: %w", sp, prevSP, ErrBadFrame)}
-		case !same:
-			stacks++
-			if stacks > opt.MaxStacks {
-				return frames, Stop{Err: fmt.Errorf("stack pointer %#x: more than %d stack changes: %w", sp, opt.MaxStacks, ErrBadFrame)}
-			}
+		frames = append(frames, Frame{PC: st.ip, FP: st.sp})
+		if err := w.moved(st.sp, prev.sp, e.kind, &stacks); err != nil {
+			return frames, Stop{Err: err}
 		}
 	}
-	return frames, Stop{Err: fmt.Errorf("more than %d frames: %w", opt.MaxFrames, ErrBadFrame)}
+	return frames, Stop{Err: fmt.Errorf("more than %d frames: %w", w.opt.MaxFrames, ErrBadFrame)}
+}
+
+// moved checks a step from the stack pointer prevSP to sp: the stack only
+// grows toward the caller, except on a move from an interrupt or
+// exception stack to the one it interrupted, which stacks counts.
+func (w *orcWalker) moved(sp, prevSP uint64, kind int, stacks *int) error {
+	size := w.opt.StackSize
+	same := sp&^(size-1) == prevSP&^(size-1)
+	switch {
+	case same && sp <= prevSP && kind == kindCall:
+		return fmt.Errorf("stack pointer %#x after %#x goes back down its stack: %w", sp, prevSP, ErrBadFrame)
+	case !same:
+		*stacks++
+		if *stacks > w.opt.MaxStacks {
+			return fmt.Errorf("stack pointer %#x: more than %d stack changes: %w", sp, w.opt.MaxStacks, ErrBadFrame)
+		}
+	}
+	return nil
+}
+
+// step moves st from its frame to the caller's with e, the entry covering
+// its address. It returns false and why when the walk ends there.
+func (w *orcWalker) step(e orcEntry, st *orcState) (Stop, bool) {
+	ip := st.ip
+	read := func(a uint64) (uint64, error) { return memory.Uint64(w.kmem, binary.LittleEndian, a) }
+	switch e.kind {
+	case kindEnd:
+		return Stop{Final: true, Why: "end-of-stack hint"}, false
+	case kindUndefined:
+		return Stop{Err: fmt.Errorf("ORC entry for %#x is undefined: %w", ip, ErrBadFrame)}, false
+	}
+	var cfa uint64
+	var err error
+	indirect := false
+	switch e.spReg {
+	case orcRegSP:
+		cfa = st.sp + uint64(int64(e.spOff))
+	case orcRegBP:
+		cfa = st.bp + uint64(int64(e.spOff))
+	case orcRegSPIndirect:
+		cfa, indirect = st.sp, true
+	case orcRegBPIndirect:
+		cfa, indirect = st.bp+uint64(int64(e.spOff)), true
+	case orcRegR10, orcRegR13, orcRegDI, orcRegDX, orcRegAX:
+		if !st.haveFull {
+			return Stop{Err: fmt.Errorf("ORC entry for %#x needs a register not saved in this frame: %w", ip, ErrBadFrame)}, false
+		}
+		i := map[orcBase]int{orcRegR10: regR10, orcRegR13: regR13, orcRegDI: regDI, orcRegDX: regDX, orcRegAX: regAX}[e.spReg]
+		cfa = st.full[i] + uint64(int64(e.spOff))
+	default:
+		return Stop{Err: fmt.Errorf("ORC entry for %#x: sp_reg %d: %w", ip, e.spRaw, ErrBadFrame)}, false
+	}
+	if indirect {
+		if cfa, err = read(cfa); err != nil {
+			return Stop{Err: fmt.Errorf("indirect stack pointer: %w", err)}, false
+		}
+		if e.spReg == orcRegSPIndirect {
+			cfa += uint64(int64(e.spOff))
+		}
+	}
+	switch e.kind {
+	case kindCall:
+		ret, err := read(cfa - 8)
+		if err != nil {
+			return Stop{Err: fmt.Errorf("return address at %#x: %w", cfa-8, err)}, false
+		}
+		st.ip, st.sp, st.signal, st.haveFull = ret, cfa, e.signal, false
+	case kindRegs:
+		var b [nRegs * 8]byte
+		if err := memory.ReadFull(w.kmem, b[:], cfa); err != nil {
+			return Stop{Err: fmt.Errorf("pt_regs at %#x: %w", cfa, err)}, false
+		}
+		for i := range st.full {
+			st.full[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+		st.haveFull, st.signal = true, true
+		if st.full[regCS]&3 == 3 {
+			return Stop{Final: true, Why: "entry from user space"}, false
+		}
+		st.ip, st.sp = st.full[regIP], st.full[regSP]
+	case kindIret:
+		// cfa points at the iret frame: ip, cs, flags, sp, ss.
+		var b [40]byte
+		if err := memory.ReadFull(w.kmem, b[:], cfa); err != nil {
+			return Stop{Err: fmt.Errorf("iret frame at %#x: %w", cfa, err)}, false
+		}
+		if binary.LittleEndian.Uint64(b[8:])&3 == 3 {
+			return Stop{Final: true, Why: "entry from user space"}, false
+		}
+		st.ip, st.sp = binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[24:])
+		st.haveFull, st.signal = false, true
+	}
+	switch e.bpReg {
+	case orcRegUndefined:
+		if st.haveFull {
+			st.bp = st.full[regBP]
+		}
+	case orcRegPrevSP:
+		if st.bp, err = read(cfa + uint64(int64(e.bpOff))); err != nil {
+			return Stop{Err: fmt.Errorf("saved rbp: %w", err)}, false
+		}
+	case orcRegBP:
+		if st.bp, err = read(st.bp + uint64(int64(e.bpOff))); err != nil {
+			return Stop{Err: fmt.Errorf("saved rbp: %w", err)}, false
+		}
+	default:
+		return Stop{Err: fmt.Errorf("ORC entry for %#x: bp_reg %d: %w", st.ip, e.bpRaw, ErrBadFrame)}, false
+	}
+	if st.ip < w.opt.KernelStart {
+		return Stop{Err: fmt.Errorf("return address %#x is not in the kernel: %w", st.ip, ErrBadFrame)}, false
+	}
+	return Stop{}, true
 }
 
 // ORCEntry is a decoded orc_entry: how to find the caller's frame at one

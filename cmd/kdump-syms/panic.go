@@ -96,6 +96,9 @@ type frame struct {
 	// ExceptionFrame is, for a pc the walk read from an exception frame
 	// (the interrupted code's), the address of its struct pt_regs.
 	ExceptionFrame string `json:"exception_frame,omitempty"`
+	// FoundBy says how a frame the unwinder's own rules did not give was
+	// found (unwind.Recovery): the method, then how it was checked.
+	FoundBy string `json:"found_by,omitempty"`
 }
 
 type register struct {
@@ -192,6 +195,12 @@ func unwindCPU(s *kdumpsyms.Session, cd *cpuDump, regs []uint64, digits int) {
 		if sym, err := s.Chain().Lookup(f.PC); err == nil {
 			fr.Symbol = sym.Format(f.PC)
 		}
+		if r := f.Recovered; r != nil {
+			fr.FoundBy = fmt.Sprintf("%s (the frame before has no usable entry: %v): %s", r.Method, r.Cause, r)
+			if sym, err := s.Chain().Lookup(r.Func); r.Func != 0 && err == nil {
+				fr.FoundBy += "; the function: " + sym.Name
+			}
+		}
 		cd.Frames = append(cd.Frames, fr)
 	}
 }
@@ -258,6 +267,9 @@ func (rep *panicReport) writeText(w *bufio.Writer) {
 		for _, f := range c.Frames {
 			if f.ExceptionFrame != "" {
 				fmt.Fprintf(w, "   -- exception frame, pt_regs at %s --\n", f.ExceptionFrame)
+			}
+			if f.FoundBy != "" {
+				fmt.Fprintf(w, "   -- next frame found by %s\n", f.FoundBy)
 			}
 			if f.Symbol != "" {
 				fmt.Fprintf(w, "   %s\n", f.Symbol)

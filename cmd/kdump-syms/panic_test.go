@@ -111,7 +111,7 @@ func TestPanicCorpus(t *testing.T) {
 				want := consoleTrace(text)
 				require.NotEmpty(t, want, "no call trace after panic on the console")
 				if g.ArchName() == "arm" {
-					// The kernel's unwind tables (docs/formats.md §11), and
+					// The kernel's unwind tables (docs/formats.md §12), and
 					// a CPU dumped in supervisor mode (generate).
 					require.Equal(t, "ARM unwind tables", c.Unwinder, c.Stop)
 				}
