@@ -254,6 +254,20 @@ func TestBackChainPPC64(t *testing.T) {
 	assert.True(t, stop.Final, stop.String())
 	assert.Equal(t, []uint64{kt + 4, kt + 0x10, kt + 0x20, kt + 0x30, kt + 0x40, kt + 0x50}, pcs(fr))
 
+	// A stale first saved link register that is no instruction address
+	// (seen in RTAS: 0xc0000000ffffefff) is left out, not shown as a
+	// frame; a later one ends the walk as damage.
+	le(sp0+16, 0xc0000000ffffefff)
+	fr, stop = BackChainPPC64(m, kt+4, sp0, opt)
+	assert.True(t, stop.Final, stop.String())
+	assert.Equal(t, []uint64{kt + 4, kt + 0x20, kt + 0x30, kt + 0x40, kt + 0x50}, pcs(fr))
+	le(sp0+0x100+16, kt+0x22)
+	fr, stop = BackChainPPC64(m, kt+4, sp0, opt)
+	assert.ErrorIs(t, stop.Err, ErrBadFrame)
+	assert.Equal(t, []uint64{kt + 4}, pcs(fr))
+	le(sp0+16, kt+0x10)
+	le(sp0+0x100+16, kt+0x20)
+
 	// A loop.
 	le(sp0+0x100, sp0)
 	_, stop = BackChainPPC64(m, kt+4, sp0, opt)

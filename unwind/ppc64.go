@@ -35,7 +35,8 @@ var (
 
 // BackChainPPC64 walks ppc64 stack frames from pc (nip) and sp (r1) as the
 // kernel's show_stack does: every frame's saved link register in turn (the
-// first may be stale: the kernel prints it "(unreliable)"), through
+// first may be stale: the kernel prints it "(unreliable)"; one that is no
+// instruction address, not 4-byte aligned, is left out), through
 // interrupt frames to the interrupted nip, up to a zero back chain or an
 // entry from user space. Pointers are 8 bytes, in Options.Target's byte
 // order (ppc64le or ppc64), which must be known.
@@ -47,6 +48,7 @@ func BackChainPPC64(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, St
 	opt.setLimits()
 	frames := []Frame{{PC: pc}}
 	stacks := 0
+	firstSP := sp
 	word := memory.Target{ByteOrder: bo, PtrSize: 8}
 	read := func(addr uint64) (uint64, error) { return word.ReadPointer(kmem, addr) }
 	for len(frames) < opt.MaxFrames {
@@ -61,7 +63,17 @@ func BackChainPPC64(kmem memory.Reader, pc, sp uint64, opt Options) ([]Frame, St
 		if err != nil {
 			return frames, Stop{Err: fmt.Errorf("saved link register of the frame at %#x: %w", sp, err)}
 		}
-		if ret >= opt.KernelStart {
+		switch {
+		case ret < opt.KernelStart:
+		case ret%4 != 0:
+			// Instructions are 4-byte aligned: no call returns here. The
+			// first frame's word may be stale (the kernel prints it
+			// "unreliable"; enter_rtas never writes it): no frame; a
+			// later one's is damage.
+			if sp != firstSP {
+				return frames, Stop{Err: fmt.Errorf("saved link register %#x of the frame at %#x is not an instruction address: %w", ret, sp, ErrBadFrame)}
+			}
+		default:
 			frames = append(frames, Frame{PC: ret, FP: sp})
 		}
 		for _, off := range ppcIntFrames {
