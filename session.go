@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
+	"github.com/kdumpsyms/kdumpsyms/crash"
 	"github.com/kdumpsyms/kdumpsyms/kallsyms"
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
@@ -77,6 +78,9 @@ type Session struct {
 
 	orcSt orcState // the modules' ORC tables (session_unwind.go)
 	armSt armState // 32-bit ARM unwind tables (session_armunwind.go)
+
+	crashOnce sync.Once
+	crash     *crash.Facts
 }
 
 // Open opens the dump in paths (one file, or the parts of a split dump) and

@@ -3,6 +3,7 @@ package kdumpsyms
 import (
 	"fmt"
 
+	"github.com/kdumpsyms/kdumpsyms/crash"
 	"github.com/kdumpsyms/kdumpsyms/printk"
 )
 
@@ -23,4 +24,19 @@ func (s *Session) Log() (*printk.Log, error) {
 			return sym.Addr, err == nil
 		},
 	})
+}
+
+// Crash returns what the dump says of its crash, once: crash.Find over the
+// kernel log and the pr_pid of each CPU register note (Dump().CPUs()), so
+// that Note indexes Dump().CPUs().
+func (s *Session) Crash() *crash.Facts {
+	s.crashOnce.Do(func() {
+		l, err := s.Log()
+		var pids []int32
+		for _, c := range s.dump.CPUs() {
+			pids = append(pids, c.PID)
+		}
+		s.crash = crash.Find(l, err, pids)
+	})
+	return s.crash
 }

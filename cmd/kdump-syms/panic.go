@@ -8,7 +8,6 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/elfcore"
-	"github.com/kdumpsyms/kdumpsyms/printk"
 )
 
 // cmdPanic prints why the kernel crashed: the panic or oops report from the
@@ -109,51 +108,22 @@ type register struct {
 
 func buildPanicReport(s *kdumpsyms.Session) *panicReport {
 	rep := &panicReport{CrashingCPU: -1, LogCPU: -1, PID: -1}
-	var recs []printk.Record
-	if l, err := s.Log(); err != nil {
-		rep.LogError = err.Error()
-	} else {
-		for e := range l.Entries() {
-			if e.Gap == nil {
-				recs = append(recs, e.Record)
-			}
-		}
+	cf := s.Crash()
+	if cf.LogErr != nil {
+		rep.LogError = cf.LogErr.Error()
 	}
-	if cr, ok := printk.FindCrash(recs); ok {
+	if cr := cf.Report; cr != nil {
 		rep.Message, rep.Panicked = cr.Message, cr.Panicked
 		rep.LogCPU, rep.PID, rep.Comm = cr.CPU, cr.PID, cr.Comm
-		for _, r := range recs[cr.Start:cr.End] {
+		for _, r := range cf.Records {
 			for line := range splitLines(r.Text) {
 				rep.Report = append(rep.Report, "["+r.Timestamp()+"] "+line)
 			}
 		}
 	}
+	rep.CrashingCPU, rep.How = cf.Note, cf.How
 	d := s.Dump()
 	cpus := d.CPUs()
-	// The crashing CPU: the note at the report's CPU number (kdump and
-	// QEMU write one note per CPU, in CPU order); else the one note whose
-	// pr_pid is the report's PID. kdump's notes hold the running task's
-	// PID there, QEMU's a vCPU number, so the PID only confirms.
-	switch {
-	case rep.LogCPU >= 0 && rep.LogCPU < len(cpus):
-		rep.CrashingCPU = rep.LogCPU
-		rep.How = "notes are in CPU order"
-		if rep.PID > 0 && int(cpus[rep.LogCPU].PID) == rep.PID {
-			rep.How += "; its pr_pid is the report's PID"
-		}
-	case rep.PID > 0:
-		n := 0
-		for i, c := range cpus {
-			if int(c.PID) == rep.PID {
-				rep.CrashingCPU, n = i, n+1
-			}
-		}
-		if n == 1 {
-			rep.How = fmt.Sprintf("its pr_pid is the report's PID %d", rep.PID)
-		} else {
-			rep.CrashingCPU = -1
-		}
-	}
 	names := elfcore.RegisterNames(d.Arch().ELFMachine())
 	digits, minAddr := addrShape(s)
 	for i, c := range cpus {
