@@ -5,6 +5,7 @@ import (
 	"log"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/oops"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -72,4 +73,37 @@ func ExampleSession_Chain() {
 	// Output:
 	// jit_stub+0x10/0x100 [myjit]
 	// my-jit kallsyms modules ftrace bpf kprobes
+}
+
+// Example_triage is the first look at a crash, with exported API only: the
+// crash facts, the crashing CPU's symbolized stack, and an oops line
+// (here the kernel's own, from the log) annotated and checked against the
+// dump.
+func Example_triage() {
+	s, err := kdumpsyms.Open(kdumpsyms.Options{}, bundled)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	c := s.Crash()
+	fmt.Printf("%s\nCPU %d, PID %d (%s), registers in note %d\n", c.Report.Message, c.CPU(), c.PID(), c.Comm(), c.Note)
+	st := s.Unwind(s.Dump().CPUs()[c.Note].Regs)
+	for _, f := range st.Frames[:3] {
+		if sym, err := s.Chain().Lookup(f.PC); err == nil {
+			fmt.Println(" ", sym.Format(f.PC))
+		}
+	}
+	check := &oops.Check{Release: s.Dump().Info().OSRelease()}
+	a := oops.New(oops.Options{Resolver: s.Chain(), Digits: 16, MinAddr: 1 << 63, ReturnAddrs: true, Check: check})
+	fmt.Print(a.Line("Call Trace:\n"), a.Line(" sysrq_handle_crash+0x1a/0x21\n"))
+	fmt.Println(check.Summary())
+	// Output:
+	// Kernel panic - not syncing: sysrq triggered crash
+	// CPU 0, PID 1 (init), registers in note 0
+	//   delay_tsc+0x37/0xa0
+	//   panic+0x2d0/0x2db
+	//   sysrq_handle_crash+0x1a/0x20
+	// Call Trace:
+	//  sysrq_handle_crash+0x1a/0x21  [kdump-syms: sysrq_handle_crash is 0x20 long in this dump]
+	// the text does not match this dump: 1 of 1 symbolic frames disagree with it (flagged on their lines)
 }

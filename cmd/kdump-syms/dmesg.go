@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/oops"
 	"github.com/kdumpsyms/kdumpsyms/printk"
 )
 
@@ -42,7 +43,7 @@ func cmdDmesg(args []string, stdout, stderr io.Writer) error {
 	var sym func(string) string
 	if *symbolize {
 		digits, minAddr := addrShape(s)
-		sym = logSymbolizer(&oopsReader{r: s.Chain(), digits: digits, minAddr: minAddr, format: c.formatter()})
+		sym = logSymbolizer(oops.New(oops.Options{Resolver: s.Chain(), Digits: digits, MinAddr: minAddr, Format: c.formatter()}))
 	}
 	var lw logWriter
 	bw := bufio.NewWriterSize(stdout, 64<<10)
@@ -85,11 +86,11 @@ func cmdDmesg(args []string, stdout, stderr io.Writer) error {
 // of "addr -", line by line; its state (whether the lines are inside a
 // call trace) carries from one record to the next, as a trace spans
 // records.
-func logSymbolizer(o *oopsReader) func(string) string {
+func logSymbolizer(o *oops.Annotator) func(string) string {
 	return func(text string) string {
 		var b strings.Builder
 		for line := range strings.SplitAfterSeq(text, "\n") {
-			b.WriteString(o.line(line))
+			b.WriteString(o.Line(line))
 		}
 		return b.String()
 	}

@@ -11,10 +11,11 @@ import (
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/symtest"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
 	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/oops"
 	"github.com/kdumpsyms/kdumpsyms/printk"
-	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,8 +61,7 @@ func TestDmesgText(t *testing.T) {
 }
 
 func TestDmesgSymbolize(t *testing.T) {
-	l := testChain(t)
-	sym := logSymbolizer(&oopsReader{r: l, digits: 16, minAddr: 1 << 63, format: symfinder.Symbol.Format})
+	sym := logSymbolizer(oops.New(oops.Options{Resolver: symtest.SmallKernelChain(t), Digits: 16, MinAddr: 1 << 63}))
 	recs := []printk.Entry{{Record: printk.Record{TimeNS: 5e8, Text: "RIP: 0010:ffffffff8110a2b4\n [<ffffffff8110a2b4>] x"}}}
 	got := renderLog(t, func(w *bufio.Writer) logWriter { return &textLog{w: w, sym: sym} }, recs)
 	assert.Equal(t, "[    0.500000] RIP: 0010:ffffffff8110a2b4 do_sys_open+0x14/0x60\n[    0.500000]  [<ffffffff8110a2b4>] do_sys_open+0x14/0x60 x\n", got)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kdumpsyms/kdumpsyms/oops"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
@@ -40,7 +41,7 @@ func parseAddrArg(a string) (addrQuery, error) {
 	if !strings.Contains(s, "+") {
 		// A bare name: the symbol itself, as crash's "sym NAME" answers
 		// (a name that reads as hex is an address: write NAME+0).
-		if n := strings.TrimSpace(strings.SplitN(s, " [", 2)[0]); isSymbolName(n) || strings.Count(n, ":") == 1 && isSymbolName(n[strings.IndexByte(n, ':')+1:]) {
+		if n := strings.TrimSpace(strings.SplitN(s, " [", 2)[0]); oops.IsSymbolName(n) || strings.Count(n, ":") == 1 && oops.IsSymbolName(n[strings.IndexByte(n, ':')+1:]) {
 			sym := s + "+0"
 			if i := strings.Index(s, " ["); i >= 0 {
 				sym = s[:i] + "+0" + s[i:]
@@ -94,26 +95,7 @@ func parseAddrArg(a string) (addrQuery, error) {
 }
 
 func isAllHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isHex(s[i]) {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// isSymbolName reports a kernel symbol name: a name start, then name
-// characters.
-func isSymbolName(s string) bool {
-	if s == "" || !isNameStart(s[0]) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isWord(s[i]) {
-			return false
-		}
-	}
-	return true
+	return s != "" && strings.Trim(s, "0123456789abcdefABCDEF") == ""
 }
 
 // parseHexArg parses 1 to 16 hex digits with an optional 0x.
@@ -156,7 +138,7 @@ func moduleMatches(filter, m string) bool {
 // an offset past a symbol's end, or a size other than the symbol's, is no
 // answer, and why says so (naming the size the dump gives) when nothing
 // is found.
-func resolveSymbolic(c oopsResolver, q addrQuery) (addrs []uint64, why string) {
+func resolveSymbolic(c oops.Resolver, q addrQuery) (addrs []uint64, why string) {
 	syms, err := c.Find(symfinder.Query{Kind: symfinder.ByName, Name: q.name})
 	var nf *symfinder.NotFoundError
 	if errors.As(err, &nf) && len(nf.Unconsulted) > 0 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/memimage"
+	"github.com/kdumpsyms/kdumpsyms/oops"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
@@ -583,19 +584,20 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 	lk := reportingLookuper{s.Chain(), &c.rep}
 	err = s.Phase("output", func() error {
 		if stdin {
-			o := &oopsReader{r: lk, digits: digits, minAddr: minAddr, addresses: *addresses, format: format,
-				returnAddrs: arch.Name == "x86_64" || arch.Name == "i386", check: &oopsCheck{}}
+			check := &oops.Check{}
 			if in := s.Dump().Info(); in != nil {
-				o.check.release = in.OSRelease()
+				check.Release = in.OSRelease()
 			}
-			o.check.kaslr, o.check.hasKASLR = s.KASLROffset()
-			err := o.symbolizeStream(stdinText, stdout)
-			resolved = o.resolved
-			if sum := o.check.Summary(); sum != "" {
+			check.KASLR, check.HasKASLR = s.KASLROffset()
+			o := oops.New(oops.Options{Resolver: lk, Digits: digits, MinAddr: minAddr, Addresses: *addresses, Format: format,
+				ReturnAddrs: arch.Name == "x86_64" || arch.Name == "i386", Check: check})
+			err := o.Stream(stdinText, stdout)
+			resolved = o.Resolved()
+			if o.Unresolved() > 0 {
+				c.rep.miss(fmt.Sprintf("%d addresses in the text", o.Unresolved()))
+			}
+			if sum := check.Summary(); sum != "" {
 				c.rep.disagree(sum)
-			}
-			if o.unresolved > 0 {
-				c.rep.miss(fmt.Sprintf("%d addresses in the text", o.unresolved))
 			}
 			return err
 		}

@@ -1,9 +1,9 @@
-package main
-
-// The reader behind "addr -": it symbolizes kernel text as people paste
-// it (oopses, warnings, stack dumps, register dumps, with or without
-// dmesg and journal prefixes) line by line, adding symbols and nothing
-// else.
+// Package oops annotates kernel text as people paste it (oopses,
+// warnings, stack dumps, register dumps, with or without dmesg and journal
+// prefixes), line by line, over a symbol chain: it adds symbols and
+// nothing else, and, with a Check, flags what the text says that the dump
+// contradicts (frames, release, KASLR offset) — the reader behind
+// "kdump-syms addr VMCORE -" and dmesg --symbolize.
 //
 // The forms it knows, by kernel generation:
 //
@@ -29,6 +29,7 @@ package main
 // inserted before it ("[<ffffffff8110a2b4>] do_sys_open+0x14/0x60"),
 // found by a reverse lookup that must be unambiguous (the size must match
 // when the name is not unique), so the trace can go to objdump or gdb.
+package oops
 
 import (
 	"bufio"
@@ -43,16 +44,55 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-// oopsResolver is what the oops reader needs of a chain.
-type oopsResolver interface {
+// Resolver is what the annotator needs of a chain (*symfinder.Chain has
+// it).
+type Resolver interface {
 	Lookup(addr uint64) (symfinder.Symbol, error)
 	Find(q symfinder.Query) ([]symfinder.Symbol, error)
 }
 
-// oopsReader symbolizes text line by line. It keeps whether the lines so
-// far are inside a call trace.
-type oopsReader struct {
-	r         oopsResolver
+// Options say how to read and annotate text.
+type Options struct {
+	// Resolver answers lookups: the dump's chain.
+	Resolver Resolver
+	// Digits is how many hex digits a bare kernel address has in the
+	// text: 16 on 64-bit kernels, 8 on 32-bit ones.
+	Digits int
+	// MinAddr: lower addresses are not looked up (user space); 1<<63 on
+	// 64-bit kernels, 0x80000000 on 32-bit, 0 on s390x.
+	MinAddr uint64
+	// Addresses inserts "[<addr>] " before each symbolic frame, found by an
+	// unambiguous reverse lookup, for objdump or gdb.
+	Addresses bool
+	// ReturnAddrs: call-trace frames are return addresses printed with %pB
+	// and looked up at addr-1 (x86); other architectures print frames with
+	// %pS, looked up as they are.
+	ReturnAddrs bool
+	// Format prints a symbol at an address; nil is Symbol.Format.
+	Format func(symfinder.Symbol, uint64) string
+	// Check, when set, compares the text with the dump and keeps the
+	// count (see Check).
+	Check *Check
+}
+
+// New returns an annotator.
+func New(opt Options) *Annotator {
+	if opt.Format == nil {
+		opt.Format = symfinder.Symbol.Format
+	}
+	return &Annotator{r: opt.Resolver, digits: opt.Digits, minAddr: opt.MinAddr, addresses: opt.Addresses,
+		returnAddrs: opt.ReturnAddrs, format: opt.Format, check: opt.Check}
+}
+
+// Resolved and Unresolved count the addresses looked up so far that a
+// symbol holds, and the frame and instruction-pointer addresses none does.
+func (o *Annotator) Resolved() int   { return o.resolved }
+func (o *Annotator) Unresolved() int { return o.unresolved }
+
+// Annotator symbolizes text line by line. It keeps whether the lines so
+// far are inside a call trace. It is not safe for concurrent use.
+type Annotator struct {
+	r         Resolver
 	digits    int    // hex digits of a bare address: 16 (64-bit) or 8
 	minAddr   uint64 // lower addresses are not looked up (user space)
 	addresses bool   // add addresses to symbolic frames
@@ -70,14 +110,15 @@ type oopsReader struct {
 	// check, where set, compares what the text says with the dump: every
 	// frame that has a symbol, the release and the KASLR offset. A
 	// disagreement is flagged at the end of its line and counted.
-	check *oopsCheck
+	check *Check
 }
 
-// oopsCheck is what the text is checked against, and what it found.
-type oopsCheck struct {
-	release  string // the dump's OSRELEASE; "" unknown
-	kaslr    uint64
-	hasKASLR bool
+// Check is what the text is checked against (Release, KASLR), and what
+// it found (Summary).
+type Check struct {
+	Release  string // the dump's OSRELEASE; "" unknown
+	KASLR    uint64 // the dump's KASLR offset, when HasKASLR
+	HasKASLR bool
 	// frames is how many symbolic frames were checked; disagree how many
 	// of them the dump contradicts.
 	frames, disagree int
@@ -87,7 +128,7 @@ type oopsCheck struct {
 
 // Summary returns one line saying how the text disagrees with the dump,
 // "" when it does not.
-func (c *oopsCheck) Summary() string {
+func (c *Check) Summary() string {
 	if c == nil || c.disagree == 0 && len(c.facts) == 0 {
 		return ""
 	}
@@ -104,17 +145,17 @@ type insertion struct {
 	text string
 }
 
-// symbolizeStream copies r to w line by line, flushing each line before it
+// Stream copies r to w line by line, flushing each line before it
 // reads the next, so that it can follow "dmesg -w" or serve as a
 // coprocess.
-func (o *oopsReader) symbolizeStream(r io.Reader, w io.Writer) error {
+func (o *Annotator) Stream(r io.Reader, w io.Writer) error {
 	br := bufio.NewReader(r)
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
 	for {
 		line, rerr := br.ReadString('\n')
 		if len(line) > 0 {
-			if _, err := bw.WriteString(o.line(line)); err != nil {
+			if _, err := bw.WriteString(o.Line(line)); err != nil {
 				return err
 			}
 			if err := bw.Flush(); err != nil {
@@ -130,8 +171,8 @@ func (o *oopsReader) symbolizeStream(r io.Reader, w io.Writer) error {
 	}
 }
 
-// line returns line with its insertions applied.
-func (o *oopsReader) line(line string) string {
+// Line returns line with its insertions applied.
+func (o *Annotator) Line(line string) string {
 	ins := o.annotate(line)
 	if len(ins) == 0 {
 		return line
@@ -175,7 +216,7 @@ func startsTrace(s string) bool {
 var armFrame = regexp.MustCompile(`^(?:\[[ 0-9.]+\] )?\s*[A-Za-z0-9_.]+ from [A-Za-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+`)
 
 // annotate returns the insertions for line, in order.
-func (o *oopsReader) annotate(line string) []insertion {
+func (o *Annotator) annotate(line string) []insertion {
 	if strings.Contains(line, "Code: ") {
 		o.inTrace = false
 		return nil
@@ -256,7 +297,7 @@ func (o *oopsReader) annotate(line string) []insertion {
 // printed offset and size; without, a symbol of that name and size must
 // exist, long enough for the offset. It returns what disagrees, "" when
 // nothing does.
-func (o *oopsReader) checkFrame(t token, addr uint64, hasAddr, frame bool) string {
+func (o *Annotator) checkFrame(t token, addr uint64, hasAddr, frame bool) string {
 	c := o.check
 	c.frames++
 	printed := t.name + moduleBrackets(t.module)
@@ -306,7 +347,7 @@ func moduleBrackets(m string) string {
 // release right before " #") and a panic's "Kernel Offset: 0x%lx from
 // 0x%lx" with the dump, and returns what disagrees (each fact counted
 // once in the summary).
-func (o *oopsReader) checkFacts(line string) []string {
+func (o *Annotator) checkFacts(line string) []string {
 	c := o.check
 	var flags []string
 	note := func(fact, flag string) {
@@ -315,15 +356,15 @@ func (o *oopsReader) checkFacts(line string) []string {
 		}
 		flags = append(flags, flag)
 	}
-	if c.release != "" && strings.Contains(line, "PID: ") && strings.Contains(line, "Comm: ") {
-		if rel := releaseBeforeHash(line); rel != "" && rel != c.release {
-			note(fmt.Sprintf("release %s, this dump %s", rel, c.release), "this dump is "+c.release)
+	if c.Release != "" && strings.Contains(line, "PID: ") && strings.Contains(line, "Comm: ") {
+		if rel := releaseBeforeHash(line); rel != "" && rel != c.Release {
+			note(fmt.Sprintf("release %s, this dump %s", rel, c.Release), "this dump is "+c.Release)
 		}
 	}
-	if c.hasKASLR {
+	if c.HasKASLR {
 		if i := strings.Index(line, "Kernel Offset: 0x"); i >= 0 {
-			if v, _, ok := hexAt(line, i+len("Kernel Offset: 0x")); ok && v != c.kaslr {
-				note(fmt.Sprintf("Kernel Offset %#x, this dump %#x", v, c.kaslr), fmt.Sprintf("this dump's is %#x", c.kaslr))
+			if v, _, ok := hexAt(line, i+len("Kernel Offset: 0x")); ok && v != c.KASLR {
+				note(fmt.Sprintf("Kernel Offset %#x, this dump %#x", v, c.KASLR), fmt.Sprintf("this dump's is %#x", c.KASLR))
 			}
 		}
 	}
@@ -367,7 +408,7 @@ func isTraceMarkerLine(s string) bool {
 
 // lookup resolves addr; a frame's return address is looked up at addr-1,
 // as the kernel's %pB does.
-func (o *oopsReader) lookup(addr uint64, frame bool) (symfinder.Symbol, bool) {
+func (o *Annotator) lookup(addr uint64, frame bool) (symfinder.Symbol, bool) {
 	q := addr
 	if frame && q > 0 {
 		q--
@@ -381,7 +422,7 @@ func (o *oopsReader) lookup(addr uint64, frame bool) (symfinder.Symbol, bool) {
 
 // reverse finds the address a symbolic "name+off/size [mod]" names: the one
 // symbol of that name (in that module), or the one of them with that size.
-func (o *oopsReader) reverse(t token) (uint64, bool) {
+func (o *Annotator) reverse(t token) (uint64, bool) {
 	syms, err := o.r.Find(symfinder.Query{Kind: symfinder.ByName, Name: t.name})
 	if err != nil {
 		return 0, false
@@ -456,6 +497,20 @@ func parenSymbolAfter(line string, end int) bool {
 	}
 	for i := 0; i < len(name); i++ {
 		if !isWord(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsSymbolName reports whether s reads as a kernel symbol name: a letter,
+// '_', '.' or '$', then letters, digits, '_', '.' or '$'.
+func IsSymbolName(s string) bool {
+	if s == "" || !isNameStart(s[0]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isWord(s[i]) {
 			return false
 		}
 	}

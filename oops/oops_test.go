@@ -1,4 +1,4 @@
-package main
+package oops
 
 import (
 	"bufio"
@@ -7,49 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kdumpsyms/kdumpsyms/internal/symtest"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// testChain is a small kernel: vmlinux answering in [_stext, _end), and
-// a module xfs with one text region.
-func testChain(t testing.TB) *symfinder.Chain {
-	t.Helper()
-	b := symfinder.NewBuilder("vmlinux", "")
-	for _, s := range []struct {
-		addr uint64
-		name string
-	}{
-		{0xffffffff81000000, "_stext"},
-		{0xffffffff8110a2a0, "do_sys_open"},
-		{0xffffffff8110a300, "next_fn"},
-		{0xffffffff8110a400, "vfs_write"},
-		{0xffffffff8110a600, "ksys_write"},
-		{0xffffffff8110a700, "do_syscall_64"},
-		{0xffffffff8110a800, "dup_name"},
-		{0xffffffff8110a900, "dup_name"},
-		{0xffffffff8110a980, "_end"},
-	} {
-		b.AddString(s.addr, 'T', s.name)
-	}
-	b.SetExtents([]symfinder.Range{{Start: 0xffffffff81000000, End: 0xffffffff8110a980, ToNextSymbol: true}}, nil)
-	vm, err := b.Build()
-	require.NoError(t, err)
-	m := symfinder.NewBuilder("module:xfs", "xfs")
-	m.AddSized(0xffffffffc0a1b2b0, 0x80, 't', []byte("xfs_foo"))
-	m.AddSized(0xffffffffc0a1b400, 0x80, 't', []byte("xfs_bar"))
-	m.AddSized(0xffffffffc0a1b500, 0x80, 't', []byte("xfs_file_write_iter"))
-	m.SetExtents([]symfinder.Range{{Start: 0xffffffffc0a1b000, End: 0xffffffffc0a1c000}}, symfinder.SkippedInModuleLookups)
-	mod, err := m.Build()
-	require.NoError(t, err)
-	c, err := symfinder.NewChain(vm, mod)
-	require.NoError(t, err)
-	return c
-}
-
-func newTestOops(t testing.TB, addresses bool) *oopsReader {
-	return &oopsReader{r: testChain(t), digits: 16, minAddr: 1 << 63, addresses: addresses, format: symfinder.Symbol.Format, returnAddrs: true}
+func newTestOops(t testing.TB, addresses bool) *Annotator {
+	return &Annotator{r: symtest.SmallKernelChain(t), digits: 16, minAddr: 1 << 63, addresses: addresses, format: symfinder.Symbol.Format, returnAddrs: true}
 }
 
 // TestOopsForms symbolizes every frame form kernels have printed, x86_64
@@ -108,7 +73,7 @@ func TestOopsForms(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			require.NoError(t, newTestOops(t, tc.addresses).symbolizeStream(strings.NewReader(tc.in), &out))
+			require.NoError(t, newTestOops(t, tc.addresses).Stream(strings.NewReader(tc.in), &out))
 			assert.Equal(t, tc.want, out.String())
 		})
 	}
@@ -122,7 +87,7 @@ func TestOopsLineBuffered(t *testing.T) {
 	outR, outW := io.Pipe()
 	o := newTestOops(t, false)
 	done := make(chan error, 1)
-	go func() { done <- o.symbolizeStream(inR, outW); outW.Close() }()
+	go func() { done <- o.Stream(inR, outW); outW.Close() }()
 	br := bufio.NewReader(outR)
 	for _, tc := range []struct{ in, want string }{
 		{"RIP: 0010:ffffffff8110a300\n", "RIP: 0010:ffffffff8110a300 next_fn+0x0/0x100\n"},
@@ -166,7 +131,7 @@ func BenchmarkOops(b *testing.B) {
 			b.SetBytes(int64(len(text)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := o.symbolizeStream(strings.NewReader(text), io.Discard); err != nil {
+				if err := o.Stream(strings.NewReader(text), io.Discard); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,11 +1,11 @@
-package main
+package oops
 
 import (
-	"errors"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/symtest"
 )
 
 // symbolText is what the oops reader may add: a symbol after an address,
@@ -31,9 +31,9 @@ func FuzzOops(f *testing.F) {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
-	chain := testChain(f)
+	chain := symtest.SmallKernelChain(f)
 	f.Fuzz(func(t *testing.T, in string, addresses bool) {
-		o := &oopsReader{r: chain, digits: 16, minAddr: 1 << 63, addresses: addresses, format: newTestOops(t, false).format, returnAddrs: true}
+		o := &Annotator{r: chain, digits: 16, minAddr: 1 << 63, addresses: addresses, format: newTestOops(t, false).format, returnAddrs: true}
 		lines := strings.SplitAfter(in, "\n")
 		for _, line := range lines {
 			if line == "" {
@@ -57,35 +57,6 @@ func FuzzOops(f *testing.F) {
 			out := b.String()
 			if strings.Count(out, "\n") != strings.Count(line, "\n") {
 				t.Fatalf("%q became %q: line count changed", line, out)
-			}
-		}
-	})
-}
-
-// FuzzParseAddrArg: any argument of addr is an address, a symbolic
-// location with a name and an offset, or a usage error that quotes it.
-func FuzzParseAddrArg(f *testing.F) {
-	for _, s := range []string{"ffffffff8110a2b4", "0x1", "zzz", "0x", "10000000000000001", "-1",
-		"vfs_write+0xe1", "xfs_file_write_iter+0x5e/0x120 [xfs]", "xfs:a+1", "a+0x1 [b", ":+", "+0x1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, a string) {
-		q, err := parseAddrArg(a)
-		if err != nil {
-			// A usage error is printed for the user as it is: its text
-			// quoting the argument is the CLI's contract.
-			var ue usageError
-			if !errors.As(err, &ue) || !strings.Contains(err.Error(), strconv.Quote(a)) {
-				t.Fatalf("%q: error %v is not a usage error quoting the argument", a, err)
-			}
-			return
-		}
-		if q.symbol && (q.name == "" || strings.ContainsAny(q.name, " \t[]/+")) {
-			t.Fatalf("%q: symbolic with name %q", a, q.name)
-		}
-		if !q.symbol {
-			if v, ok := parseHexArg(strings.TrimSpace(a)); !ok || v != q.addr {
-				t.Fatalf("%q: address %#x does not read back", a, q.addr)
 			}
 		}
 	})
