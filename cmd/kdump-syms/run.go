@@ -421,7 +421,7 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 				// unknown, every address written would be a guess.
 				return fmt.Errorf("--format system.map: the kernel's KASLR offset is unknown (%s kernels write no KERNELOFFSET in VMCOREINFO), so its link-time addresses are too: --format kallsyms gives the addresses it ran at", s.Dump().Arch().Name)
 			}
-			for _, sym := range systemMap(mapSyms, slide, ptr) {
+			for _, sym := range symfinder.SystemMap(mapSyms, slide, ptr) {
 				printed++
 				if err := sw.write(sym); err != nil {
 					return err

@@ -1,21 +1,23 @@
-package main
+package symfinder
 
 import (
+	"bufio"
 	"cmp"
+	"fmt"
+	"io"
 	"slices"
-
-	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
-// systemMap turns the core kernel's symbols into a System.map as the
+// SystemMap turns the core kernel's symbols into a System.map as the
 // kernel's scripts/mksysmap writes it: vmlinux only (no module, BPF or
 // other pseudo-module symbols), sorted by address (stable, so aliases
 // keep the kernel's order), at link-time addresses: the KASLR offset is
 // taken off every symbol of the image, which starts at _text (else
 // _stext, else the lowest text symbol) and excludes absolute symbols,
-// the rule symfinder.ParseSystemMap adds the offset back by. So
-// "--system-map" reads the file back with the same dump.
-func systemMap(syms []symfinder.Symbol, slide uint64, ptrSize int) []symfinder.Symbol {
+// the rule ParseSystemMap adds the offset back by, so that ParseSystemMap
+// with the same slide reads it back. syms is left as it was; ptrSize (4
+// or 8) wraps 32-bit addresses.
+func SystemMap(syms []Symbol, slide uint64, ptrSize int) []Symbol {
 	core := syms[:0:0]
 	var text, stext, low uint64
 	var hasText, hasS, hasLow bool
@@ -53,6 +55,18 @@ func systemMap(syms []symfinder.Symbol, slide uint64, ptrSize int) []symfinder.S
 			s.Addr = (s.Addr - slide) & mask
 		}
 	}
-	slices.SortStableFunc(core, func(a, b symfinder.Symbol) int { return cmp.Compare(a.Addr, b.Addr) })
+	slices.SortStableFunc(core, func(a, b Symbol) int { return cmp.Compare(a.Addr, b.Addr) })
 	return core
+}
+
+// WriteSystemMap writes SystemMap(syms, slide, ptrSize) to w as System.map
+// lines: "%0*x %c %s", the address in 2*ptrSize hex digits.
+func WriteSystemMap(w io.Writer, syms []Symbol, slide uint64, ptrSize int) error {
+	bw := bufio.NewWriter(w)
+	for _, s := range SystemMap(syms, slide, ptrSize) {
+		if _, err := fmt.Fprintf(bw, "%0*x %c %s\n", 2*ptrSize, s.Addr, byte(s.Kind), s.Name); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
