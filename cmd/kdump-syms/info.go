@@ -15,7 +15,6 @@ import (
 	"github.com/kdumpsyms/kdumpsyms"
 	"github.com/kdumpsyms/kdumpsyms/bpfsyms"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
-	"github.com/kdumpsyms/kdumpsyms/symfinder"
 )
 
 func cmdInfo(args []string, stdout, stderr io.Writer) error {
@@ -39,55 +38,33 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.finish(s, stderr)
+	r := dumpReport(s, append(pos, c.parts...))
+	if !*noSymbols {
+		symbolReport(s, r)
+	}
+	// The same failures, whichever the rendering.
+	for _, f := range r.failures {
+		c.rep.addFrom(f.source, f.err)
+	}
 	if *format == "json" {
-		r := dumpReport(s, append(pos, c.parts...))
-		if !*noSymbols {
-			symbolReport(s, r)
+		if err := writeInfoJSON(stdout, r); err != nil {
+			return err
 		}
-		return writeInfoJSON(stdout, r)
+	} else if err := writeInfoText(stdout, r); err != nil {
+		return err
 	}
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	kv := func(k string, format string, a ...any) {
-		fmt.Fprintf(w, "%-22s %s\n", k+":", fmt.Sprintf(format, a...))
-	}
-	d := s.Dump()
-	kv("files", "%s", strings.Join(append(pos, c.parts...), " "))
-	kv("format", "%s", d.Format())
-	arch := d.Arch()
-	order := "unknown"
-	if arch.ByteOrder != nil {
-		order = strings.TrimSuffix(arch.ByteOrder.String(), "Endian") + "-endian"
-	}
-	kv("architecture", "%s (%s, %d-byte pointers, from %s)", orUnknown(arch.Name), order, arch.PtrSize, orUnknown(arch.Source))
-	kv("page size", "%d", d.PageSize())
-	kv("vmcoreinfo", "%s", orUnknown(d.InfoSource()))
-	if err := d.DeriveErr(); err != nil {
-		kv("vmcoreinfo error", "%v", err)
-	}
-	if ck := d.InfoCheck().String(); ck != "" {
-		kv("vmcoreinfo check", "%s", ck)
-	}
-	if in := d.Info(); in != nil {
-		kv("kernel release", "%s", in.OSRelease())
-		if off, ok := in.KernelOffset(); ok {
-			kv("kaslr offset", "%#x", off)
-		}
-		if ct, ok := in.CrashTime(); ok {
-			kv("crash time", "%s", time.Unix(int64(ct), 0).UTC().Format(time.RFC3339))
-		} else {
-			kv("crash time", "not recorded (no CRASHTIME: the dump was not taken by kdump)")
-		}
-		if id, ok := in.BuildID(); ok {
-			kv("build id", "%s", id)
-		}
-	} else if err := d.InfoErr(); err != nil {
-		kv("vmcoreinfo error", "%v", err)
-		c.rep.addFrom("vmcoreinfo", err)
-	}
-	kv("cpus", "%d", len(d.CPUs()))
 	if *noSymbols {
 		return nil
+	}
+	c.addModuleFailures(s)
+	return c.rep.finish(stderr, true)
+}
+
+// writeInfoText renders the report as "key: value" lines, blocks indented.
+func writeInfoText(out io.Writer, r *infoReport) error {
+	w := bufio.NewWriter(out)
+	kv := func(k string, format string, a ...any) {
+		fmt.Fprintf(w, "%-22s %s\n", k+":", fmt.Sprintf(format, a...))
 	}
 	block := func(title, text string) {
 		fmt.Fprintf(w, "%s:\n", title)
@@ -95,63 +72,85 @@ func cmdInfo(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(w, "  %s\n", strings.TrimSpace(line))
 		}
 	}
-	// Load the symbol sources first, so the translation statistics below
-	// count the work they did.
-	kall, kallErr := s.Kallsyms()
-	set, modErr := s.Modules()
-	if tr, err := d.Translator(); err != nil {
-		kv("translation", "unavailable: %v", err)
-		c.rep.addFrom(kdumpsyms.NeedTranslation, err)
-	} else {
-		block("translation", tr.Describe())
+	kv("files", "%s", strings.Join(r.Files, " "))
+	kv("format", "%s", r.Format)
+	a := r.Architecture
+	order := "unknown"
+	if a.ByteOrder != "" {
+		order = strings.ToUpper(a.ByteOrder[:1]) + a.ByteOrder[1:] + "-endian"
 	}
-	if kallErr != nil {
-		kv("kallsyms", "unavailable: %v", kallErr)
-	} else {
-		block("kallsyms", strings.ReplaceAll(kall.Describe(), "kallsyms: ", ""))
+	kv("architecture", "%s (%s, %d-byte pointers, from %s)", orUnknown(a.Name), order, a.PointerSize, orUnknown(a.Source))
+	kv("page size", "%d", r.PageSize)
+	kv("vmcoreinfo", "%s", orUnknown(r.VMCOREINFO.Source))
+	if r.DeriveError != "" {
+		kv("vmcoreinfo error", "%s", r.DeriveError)
 	}
-	if set == nil {
-		kv("modules", "unavailable: %v", modErr)
-	} else {
-		n := 0
-		for _, m := range set.Modules() {
-			if m.Symbols != nil {
-				n += m.Symbols.Len()
-			}
+	if r.VMCOREINFO.Describe != "" {
+		kv("vmcoreinfo check", "%s", r.VMCOREINFO.Describe)
+	}
+	if r.hasInfo {
+		kv("kernel release", "%s", r.Release)
+		if r.KASLROffset != "" {
+			kv("kaslr offset", "%s", r.KASLROffset)
 		}
-		kv("modules", "%d loaded, %d symbols", len(set.Modules()), n)
-		if modErr != nil {
-			kv("modules failed", "%v", modErr)
+		if r.CrashTime != "" {
+			kv("crash time", "%s", r.CrashTime)
+		} else {
+			kv("crash time", "not recorded (no CRASHTIME: the dump was not taken by kdump)")
+		}
+		if r.BuildID != "" {
+			kv("build id", "%s", r.BuildID)
+		}
+	} else if r.VMCOREINFO.Error != "" {
+		kv("vmcoreinfo error", "%s", r.VMCOREINFO.Error)
+	}
+	kv("cpus", "%d", r.CPUs)
+	if r.Translation == nil {
+		return w.Flush()
+	}
+	if r.Translation.Error != "" {
+		kv("translation", "unavailable: %s", r.Translation.Error)
+	} else {
+		block("translation", r.Translation.Describe)
+	}
+	if r.Kallsyms.Error != "" {
+		kv("kallsyms", "unavailable: %s", r.Kallsyms.Error)
+	} else {
+		block("kallsyms", r.Kallsyms.Describe)
+	}
+	if r.Modules.unavailable {
+		kv("modules", "unavailable: %s", r.Modules.Error)
+	} else {
+		kv("modules", "%d loaded, %d symbols", r.Modules.Loaded, r.Modules.Symbols)
+		if r.Modules.Error != "" {
+			kv("modules failed", "%s", r.Modules.Error)
 		}
 	}
-	if how, detail := describeLayouts(s); detail == "" {
-		kv("layouts", "%s", how)
+	if len(r.Layouts.Detail) == 0 {
+		kv("layouts", "%s", r.Layouts.How)
 	} else {
-		block("layouts: "+how, detail)
+		block("layouts: "+r.Layouts.How, strings.Join(r.Layouts.Detail, "\n"))
 	}
-	for _, f := range s.Chain().Finders() {
-		fd, _ := s.Chain().Finder(f.Name)
-		count := 0
-		ferr := fd.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { count++; return true })
+	for _, f := range r.Finders {
 		state := "enabled"
 		if !f.Enabled {
 			state = "disabled"
 		}
-		if ferr != nil {
-			kv("finder "+f.Name, "%s, unavailable: %v", state, ferr)
-			c.rep.add(&symfinder.FinderError{Finder: f.Name, Err: ferr})
+		if f.Error != "" {
+			kv("finder "+f.Name, "%s, unavailable: %s", state, f.Error)
 			continue
 		}
-		kv("finder "+f.Name, "%s, %d symbols", state, count)
-		for _, h := range pseudoHeads(s, f.Name) {
-			kv("  list head", "%s at %#x, from %s", h.Symbol, h.Addr, h.How)
+		kv("finder "+f.Name, "%s, %d symbols", state, f.Symbols)
+		for _, h := range f.Heads {
+			kv("  list head", "%s at %s, from %s", h.Symbol, h.Addr, h.How)
 		}
 	}
-	c.addModuleFailures(s)
-	if err := w.Flush(); err != nil {
-		return err
+	if r.KernelLog.Error != "" {
+		kv("kernel log", "unavailable: %s", r.KernelLog.Error)
+	} else {
+		kv("kernel log", "%s", r.KernelLog.Describe)
 	}
-	return c.rep.finish(stderr, true)
+	return w.Flush()
 }
 
 // pseudoHeads returns where the list heads of a pseudo-module finder

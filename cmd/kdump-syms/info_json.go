@@ -26,13 +26,34 @@ type infoReport struct {
 	CrashTime    string      `json:"crash_time,omitempty"` // RFC 3339, UTC
 	CrashTimeSec *uint64     `json:"crash_time_unix,omitempty"`
 	VMCOREINFO   sourceState `json:"vmcoreinfo"`
-	CPUs         int         `json:"cpus"`
+	// DeriveError says why VMCOREINFO could not be derived from a memory
+	// image that carries none.
+	DeriveError string `json:"vmcoreinfo_derive_error,omitempty"`
+	CPUs        int    `json:"cpus"`
 	// The rest needs the symbols decoded; absent with --no-symbols.
 	Translation *sourceState   `json:"translation,omitempty"`
 	Kallsyms    *sourceState   `json:"kallsyms,omitempty"`
 	Modules     *moduleReport  `json:"modules,omitempty"`
 	Finders     []finderReport `json:"finders,omitempty"`
 	KernelLog   *sourceState   `json:"kernel_log,omitempty"`
+	// Layouts says where the struct layouts came from and, when inferred,
+	// every offset with its evidence, and the module list head.
+	Layouts *layoutReport `json:"layouts,omitempty"`
+
+	hasInfo  bool      // the dump has VMCOREINFO
+	failures []failure // what the report found broken, for stderr
+}
+
+type layoutReport struct {
+	How    string   `json:"how"`
+	Detail []string `json:"detail,omitempty"`
+}
+
+// failure is one broken source found while reporting, reported on stderr
+// as that source's.
+type failure struct {
+	source string
+	err    error
 }
 
 type archReport struct {
@@ -53,6 +74,9 @@ type moduleReport struct {
 	Loaded  int    `json:"loaded"`
 	Symbols int    `json:"symbols"`
 	Error   string `json:"error,omitempty"`
+	// unavailable: no module list at all (Error says why), rather than
+	// some modules failing.
+	unavailable bool
 }
 
 type finderReport struct {
@@ -88,7 +112,11 @@ func dumpReport(s *kdumpsyms.Session, files []string) *infoReport {
 	if arch.ByteOrder != nil {
 		r.Architecture.ByteOrder = strings.ToLower(strings.TrimSuffix(arch.ByteOrder.String(), "Endian"))
 	}
+	if err := d.DeriveErr(); err != nil {
+		r.DeriveError = err.Error()
+	}
 	if in := d.Info(); in != nil {
+		r.hasInfo = true
 		r.Release = in.OSRelease()
 		r.BuildID, _ = in.BuildID()
 		if off, ok := in.KernelOffset(); ok {
@@ -100,6 +128,7 @@ func dumpReport(s *kdumpsyms.Session, files []string) *infoReport {
 		}
 	} else if err := d.InfoErr(); err != nil {
 		r.VMCOREINFO.Error = err.Error()
+		r.failures = append(r.failures, failure{"vmcoreinfo", err})
 	}
 	return r
 }
@@ -111,6 +140,7 @@ func symbolReport(s *kdumpsyms.Session, r *infoReport) {
 	r.Translation = &sourceState{}
 	if tr, err := s.Dump().Translator(); err != nil {
 		r.Translation.Error = err.Error()
+		r.failures = append(r.failures, failure{kdumpsyms.NeedTranslation, err})
 	} else {
 		r.Translation.Describe = tr.Describe()
 	}
@@ -121,7 +151,7 @@ func symbolReport(s *kdumpsyms.Session, r *infoReport) {
 		r.Kallsyms.Source = kall.Layout.Source
 		r.Kallsyms.Describe = strings.ReplaceAll(kall.Describe(), "kallsyms: ", "")
 	}
-	r.Modules = &moduleReport{}
+	r.Modules = &moduleReport{unavailable: set == nil}
 	if set != nil {
 		for _, m := range set.Modules() {
 			r.Modules.Loaded++
@@ -139,11 +169,19 @@ func symbolReport(s *kdumpsyms.Session, r *infoReport) {
 		if err := fd.Find(symfinder.Query{Kind: symfinder.All}, func(symfinder.Symbol) bool { fr.Symbols++; return true }); err != nil {
 			fr.Error = err.Error()
 			fr.Symbols = 0
+			r.failures = append(r.failures, failure{f.Name, err})
 		}
 		for _, h := range pseudoHeads(s, f.Name) {
 			fr.Heads = append(fr.Heads, headReport{Symbol: h.Symbol, Addr: fmt.Sprintf("%#x", h.Addr), How: h.How})
 		}
 		r.Finders = append(r.Finders, fr)
+	}
+	how, detail := describeLayouts(s)
+	r.Layouts = &layoutReport{How: how}
+	for _, line := range strings.Split(strings.TrimSpace(detail), "\n") {
+		if line != "" {
+			r.Layouts.Detail = append(r.Layouts.Detail, strings.TrimSpace(line))
+		}
 	}
 	r.KernelLog = &sourceState{}
 	if l, err := s.Log(); err != nil {
