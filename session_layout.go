@@ -31,7 +31,7 @@ const (
 
 // ErrNoLayouts means no struct layouts could be had from the dump: supply
 // a BTF file or a layout table (the CLI's --btf and --layout flags).
-var ErrNoLayouts = errors.New("no struct layouts for the modules (supply --btf FILE with the kernel's BTF, or --layout FILE with a layout table)")
+var ErrNoLayouts = memory.WithRemedy(errors.New("no struct layouts for the modules"), memory.SupplyLayouts)
 
 // layState is what a session found of the struct layouts and the module
 // list head, each once.

@@ -17,7 +17,7 @@ var (
 	// without CONFIG_DEBUG_INFO_BTF, or the __start_BTF/__stop_BTF symbols
 	// are unknown. Supply a vmlinux with debug info, a BTF file, or a layout
 	// table instead.
-	ErrNoBTF = memory.Classed("no vmlinux BTF in the dump (supply the kernel's BTF or a layout table: kdump-syms --btf FILE or --layout FILE)", vmcoreinfo.ErrMissingInfo)
+	ErrNoBTF = memory.WithRemedy(memory.Classed("no vmlinux BTF in the dump", vmcoreinfo.ErrMissingInfo), memory.SupplyLayouts)
 
 	// ErrCorrupt means the BTF blob, DWARF or table is malformed: typically
 	// this indicates damaged or crafted input.

@@ -496,10 +496,10 @@ func (x *infer) readModule(base uint64) (*evMod, error) {
 	}
 	st := x.u32(raw, 0)
 	if st > 3 {
-		return nil, inferErrAt(Randomized, base, "struct module at %#x: state %d is no module_state (a randomized struct layout? supply --btf or --layout)", base, st)
+		return nil, memory.WithRemedy(inferErrAt(Randomized, base, "struct module at %#x: state %d is no module_state (a randomized struct layout?)", base, st), memory.SupplyLayouts)
 	}
 	if !validModuleName(raw[3*p : 3*p+64-p]) {
-		return nil, inferErrAt(Randomized, base, "struct module at %#x: no module name at offset %d (a randomized struct layout? supply --btf or --layout)", base, 3*p)
+		return nil, memory.WithRemedy(inferErrAt(Randomized, base, "struct module at %#x: no module name at offset %d (a randomized struct layout?)", base, 3*p), memory.SupplyLayouts)
 	}
 	return &evMod{base: base, raw: raw, live: st == 0}, nil
 }

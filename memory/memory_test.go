@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/kdumpsyms/kdumpsyms/internal/errshape"
@@ -71,4 +72,16 @@ func TestRecorder(t *testing.T) {
 	assert.Contains(t, rec.Pages(), ^uint64(0)>>12)
 	rec.Reset()
 	assert.Empty(t, rec.Pages())
+}
+
+// TestRemedies: remedies ride on an error through wrapping and joins, each
+// once, without changing its message or matches.
+func TestRemedies(t *testing.T) {
+	base := WithRemedy(Classed("no BTF", ErrCorrupt), SupplyLayouts)
+	err := errors.Join(fmt.Errorf("modules: %w", base), WithRemedy(errors.New("no arch"), SupplyArch, SupplyLayouts))
+	assert.Equal(t, []Remedy{SupplyLayouts, SupplyArch}, Remedies(err))
+	assert.ErrorIs(t, err, ErrCorrupt)
+	assert.Equal(t, "no BTF", base.Error())
+	assert.Nil(t, Remedies(errors.New("plain")))
+	assert.Equal(t, "the architecture", SupplyArch.String())
 }

@@ -455,10 +455,10 @@ func (d *Dump) derive(opt Options, arch string) {
 		w = newArmWalker(d.phys, d.be.ranges)
 	}
 	xs, as := scanImage(d.phys, d.be.ranges, limit, arch == "" || arch == "x86_64", w)
-	const why = "no VMCOREINFO note in the image, and it could not be derived (only x86_64 and arm64 kernels are; Options.VMCOREINFO, kdump-syms --vmcoreinfo, can supply the text)"
+	const why = "no VMCOREINFO note in the image, and it could not be derived (only x86_64 and arm64 kernels are)"
 	if xs != nil && len(xs.banners) == 0 || as != nil && len(as.banners) == 0 {
 		// The scans share their banners: one cause, said once.
-		d.deriveErr = fmt.Errorf("%s: %w", why, errNoBanner(limit))
+		d.deriveErr = memory.WithRemedy(fmt.Errorf("%s: %w", why, errNoBanner(limit)), memory.SupplyVMCOREINFO)
 		return
 	}
 	var errX86, errARM error
@@ -483,11 +483,11 @@ func (d *Dump) derive(opt Options, arch string) {
 	switch {
 	case errX86 != nil && errARM != nil:
 		// One line: a report prints each cause on one.
-		d.deriveErr = fmt.Errorf("%s: %w; %w", why, errX86, errARM)
+		d.deriveErr = memory.WithRemedy(fmt.Errorf("%s: %w; %w", why, errX86, errARM), memory.SupplyVMCOREINFO)
 	case errX86 != nil:
-		d.deriveErr = fmt.Errorf("%s: %w", why, errX86)
+		d.deriveErr = memory.WithRemedy(fmt.Errorf("%s: %w", why, errX86), memory.SupplyVMCOREINFO)
 	default:
-		d.deriveErr = fmt.Errorf("%s: %w", why, errARM)
+		d.deriveErr = memory.WithRemedy(fmt.Errorf("%s: %w", why, errARM), memory.SupplyVMCOREINFO)
 	}
 }
 

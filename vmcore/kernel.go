@@ -38,7 +38,7 @@ func (d *Dump) Translator() (vtop.Translator, error) {
 		d.kernelSet = true
 	}
 	if !d.kernelSet && d.arch.Name == "" {
-		d.kernelErr = fmt.Errorf("vmcore: kernel address space: %w: the %s container does not record the architecture and VMCOREINFO has no line only one architecture writes (i386 writes none); name it (Options.Arch, kdump-syms --arch): %w", memory.ErrUnknownTarget, d.format, vmcoreinfo.ErrMissingInfo)
+		d.kernelErr = memory.WithRemedy(fmt.Errorf("vmcore: kernel address space: %w: the %s container does not record the architecture and VMCOREINFO has no line only one architecture writes (i386 writes none): %w", memory.ErrUnknownTarget, d.format, vmcoreinfo.ErrMissingInfo), memory.SupplyArch)
 		d.kernelSet = true
 	}
 	if !d.kernelSet {

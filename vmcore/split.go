@@ -76,7 +76,7 @@ func (si *SplitInfo) Describe() string {
 		which = fmt.Sprintf("parts %v", nums)
 	}
 	p0 := si.Parts[0]
-	return fmt.Sprintf("%s (pfns [%#x, %#x) of %#x) of a split dump of at least %d parts; the pages of the others read as absent: name them with --part",
+	return fmt.Sprintf("%s (pfns [%#x, %#x) of %#x) of a split dump of at least %d parts; the pages of the others read as absent",
 		which, p0.StartPFN, p0.EndPFN, si.MaxMapnr, len(ps))
 }
 

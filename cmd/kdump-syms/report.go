@@ -276,8 +276,28 @@ func oneLine(source string, err error) string {
 			msg = strings.TrimPrefix(msg, p)
 		}
 	}
+	msg += remedyText(err)
 	if source == "?" {
 		return msg
 	}
 	return source + ": " + msg
+}
+
+// remedyText renders the remedies err carries (memory.Remedies) as this
+// program's flags.
+func remedyText(err error) string {
+	var b strings.Builder
+	for _, r := range memory.Remedies(err) {
+		switch r {
+		case memory.SupplyLayouts:
+			b.WriteString(" (supply the kernel's BTF or a layout table: --btf FILE or --layout FILE)")
+		case memory.SupplyVMCOREINFO:
+			b.WriteString(" (--vmcoreinfo FILE supplies the text)")
+		case memory.SupplyArch:
+			b.WriteString(" (name it with --arch NAME)")
+		case memory.SupplySplitParts:
+			b.WriteString(": name them with --part FILE")
+		}
+	}
+	return b.String()
 }

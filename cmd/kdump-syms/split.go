@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
@@ -31,6 +32,6 @@ func withSplitSiblings(paths []string, stderr io.Writer) []string {
 // --part.
 func (c *common) checkSplit(s *kdumpsyms.Session, first string) {
 	if si := s.Dump().Split(); si != nil && len(si.Gaps) > 0 {
-		c.rep.addFrom("split dump", fmt.Errorf("%s is %s", first, si.Describe()))
+		c.rep.addFrom("split dump", memory.WithRemedy(fmt.Errorf("%s is %s", first, si.Describe()), memory.SupplySplitParts))
 	}
 }
