@@ -153,6 +153,9 @@ var extractSample = map[string][]extractCase{
 	"deb13-6.12-s390x": {{testutil.DumpQEMUKdumpZlib, ""}, {testutil.DumpQEMUKdumpZlib, "elf"}},
 	// riscv64, 1.2 million module symbols.
 	"deb13-6.12-riscv64": {{testutil.DumpQEMUELF, ""}},
+	// A real kdump capture: the capture kernel's /proc/vmcore (its ELF
+	// header built by the kernel, kexec_file_load), and makedumpfile's -d 31.
+	"deb13-6.12-kdump-amd64": {{testutil.DumpProcVmcore, ""}, {testutil.DumpZlib, ""}},
 }
 
 // extractCases returns the extracts TestCorpusExtract makes of g: its

@@ -37,8 +37,10 @@ type guestDump struct {
 }
 
 // preferredFormats are the formats corpusDumps picks from, the smallest
-// first: on the amd64 guests a makedumpfile kdump, elsewhere QEMU's ELF.
-var preferredFormats = []testutil.DumpFormat{testutil.DumpZstd, testutil.DumpZlib, testutil.DumpQEMUELF}
+// first: on the amd64 guests a makedumpfile kdump, elsewhere QEMU's ELF;
+// on a kdump capture makedumpfile's file, else (arm64) the copy of
+// /proc/vmcore.
+var preferredFormats = []testutil.DumpFormat{testutil.DumpZstd, testutil.DumpZlib, testutil.DumpQEMUELF, testutil.DumpProcVmcore}
 
 // pickDumps returns one dump of each of guests, in manifest order, the
 // first of formats present, and skips the test when there is none.
@@ -88,7 +90,7 @@ func corpusDumps(t *testing.T) []guestDump {
 // but not its container: QEMU's ELF, whose pages are read without
 // decompressing them. corpusDumps's kdump files are decoded by
 // TestAllCorpus.
-var elfFirst = []testutil.DumpFormat{testutil.DumpQEMUELF, testutil.DumpZstd, testutil.DumpZlib}
+var elfFirst = []testutil.DumpFormat{testutil.DumpQEMUELF, testutil.DumpProcVmcore, testutil.DumpZstd, testutil.DumpZlib}
 
 // sampleDumps returns one dump, in elfFirst order, of each guest
 // testutil.Sample picks from names.

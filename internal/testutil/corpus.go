@@ -60,11 +60,17 @@ const (
 	DumpELF             DumpFormat = "mdf-d31.elf"        // makedumpfile -E -d 31
 	DumpFlat            DumpFormat = "mdf-d31-zlib.flat"  // makedumpfile -F -c -d 31
 	DumpSplit           DumpFormat = "mdf-d31-zlib-split" // makedumpfile -c -d 31 --split: files .1 and .2
+	// DumpProcVmcore is a plain copy of /proc/vmcore made in the capture
+	// kernel of a kdump capture guest (see CorpusGuest.IsCapture): the ELF
+	// file the kernel's (or kexec-tools') ELF header describes. On capture
+	// guests DumpZlib, DumpFlat and DumpELF are made from /proc/vmcore in
+	// the capture kernel too, by the guest's own makedumpfile.
+	DumpProcVmcore DumpFormat = "proc-vmcore.elf"
 )
 
 // AllDumpFormats lists every DumpFormat, QEMU's first.
 var AllDumpFormats = []DumpFormat{
-	DumpQEMUELF, DumpQEMUELFFixed, DumpQEMUKdumpZlib, DumpQEMUKdumpRawZlib, DumpZlib, DumpLZO, DumpSnappy,
+	DumpQEMUELF, DumpProcVmcore, DumpQEMUELFFixed, DumpQEMUKdumpZlib, DumpQEMUKdumpRawZlib, DumpZlib, DumpLZO, DumpSnappy,
 	DumpRaw, DumpSnappyReencoded, DumpZstd, DumpELF, DumpFlat, DumpSplit,
 }
 
@@ -340,21 +346,34 @@ type ManifestGuest struct {
 	// VMCOREINFONote (QEMU's ELF dump carries the note) are nil for guests
 	// generated before they were recorded (all amd64 and arm64 guests have
 	// BTF and a BPF JIT, and their dumps the note).
-	BTF                  *bool           `json:"btf"`
-	BPFJIT               *bool           `json:"bpf_jit"`
-	VMCOREINFONote       *bool           `json:"vmcoreinfo_note"`
-	KernelPackage        string          `json:"kernel_package"`
-	KernelVersion        string          `json:"kernel_version"`
-	Uname                string          `json:"uname"`
-	KernelCmdline        string          `json:"kernel_cmdline"`
-	QEMUVersion          string          `json:"qemu_version"`
-	QEMUCommand          string          `json:"qemu_command"`
-	QEMUDumpCommands     []string        `json:"qemu_dump_commands"`
-	MakedumpfileVersion  string          `json:"makedumpfile_version"`
-	MakedumpfileCommands []string        `json:"makedumpfile_commands"`
-	InsmodOrder          []string        `json:"insmod_order"`
-	Truth                ManifestTruth   `json:"ground_truth"`
-	Files                []*ManifestFile `json:"files"`
+	BTF                  *bool    `json:"btf"`
+	BPFJIT               *bool    `json:"bpf_jit"`
+	VMCOREINFONote       *bool    `json:"vmcoreinfo_note"`
+	KernelPackage        string   `json:"kernel_package"`
+	KernelVersion        string   `json:"kernel_version"`
+	Uname                string   `json:"uname"`
+	KernelCmdline        string   `json:"kernel_cmdline"`
+	QEMUVersion          string   `json:"qemu_version"`
+	QEMUCommand          string   `json:"qemu_command"`
+	QEMUDumpCommands     []string `json:"qemu_dump_commands"`
+	MakedumpfileVersion  string   `json:"makedumpfile_version"`
+	MakedumpfileCommands []string `json:"makedumpfile_commands"`
+	InsmodOrder          []string `json:"insmod_order"`
+	// Capture is set for a real kdump capture (IsCapture): the dumps were
+	// written in the capture kernel, none by QEMU.
+	Capture *ManifestCapture `json:"capture"`
+	Truth   ManifestTruth    `json:"ground_truth"`
+	Files   []*ManifestFile  `json:"files"`
+}
+
+// ManifestCapture is how a capture guest's dumps were made: the guest
+// booted with crashkernel=, loaded the capture kernel with kexec -p, and
+// crashed (sysrq-c); the capture kernel ran MakedumpfileCommands.
+type ManifestCapture struct {
+	Crashkernel  string   `json:"crashkernel"`
+	KexecVersion string   `json:"kexec_version"`
+	KexecCommand string   `json:"kexec_command"` // -s: kexec_file_load, -c: kexec_load
+	Status       []string `json:"status"`        // "file exit-status" per capture command
 }
 
 // ManifestTruth counts the ground-truth lines.
@@ -456,6 +475,14 @@ func (g *CorpusGuest) ArchName() string {
 	}
 	return g.Arch()
 }
+
+// IsCapture reports whether the guest is a real kdump capture: its dumps
+// were saved from /proc/vmcore by the capture kernel that the crashed
+// kernel kexec'ed into, as a distribution's kdump does, not written by
+// QEMU. The crashing CPU's registers are then those crash_setup_regs()
+// saved in __crash_kexec, and makedumpfile's -d 31 left out free, cache
+// and user pages.
+func (g *CorpusGuest) IsCapture() bool { return g.Manifest != nil && g.Manifest.Capture != nil }
 
 // PtrSize returns the guest kernel's pointer size: 4 on i386 and armhf.
 func (g *CorpusGuest) PtrSize() int {

@@ -44,8 +44,21 @@ type Guest struct {
 	MakedumpfileV  string   `json:"makedumpfile_version"`
 	MakedumpfileCs []string `json:"makedumpfile_commands"`
 	LoadedModules  []string `json:"insmod_order"`
-	Truth          Truth    `json:"ground_truth"`
-	Files          []*File  `json:"files"`
+	// Capture describes a real kdump capture (no QEMU dumps): nil for the
+	// guests dumped by QEMU.
+	Capture *Capture `json:"capture,omitempty"`
+	Truth   Truth    `json:"ground_truth"`
+	Files   []*File  `json:"files"`
+}
+
+// Capture is how a kdump capture guest's dumps were made: the capture
+// kernel loaded by kexec -p when the guest booted with crashkernel=, which
+// after the crash saved /proc/vmcore (MakedumpfileCs of the Guest).
+type Capture struct {
+	Crashkernel  string   `json:"crashkernel"`   // the crashkernel= of the kernel command line
+	KexecVersion string   `json:"kexec_version"` // kexec --version in the guest
+	KexecCommand string   `json:"kexec_command"` // as run in the guest (-s kexec_file_load, -c kexec_load)
+	Status       []string `json:"status"`        // "file exit-status" of each capture command
 }
 
 // Truth counts the lines of the captured /proc/kallsyms and /proc/modules.
@@ -153,6 +166,17 @@ func guest(name, gd, cd string) (*Guest, error) {
 		MakedumpfileCs: readLines(filepath.Join(cd, "mdf.cmds")),
 		LoadedModules:  readLines(filepath.Join(cd, "modules.load")),
 	}
+	if k := readTrim(filepath.Join(cd, "kexec.cmd")); k != "" {
+		g.Capture = &Capture{KexecVersion: readTrim(filepath.Join(cd, "kexec.version")), KexecCommand: k,
+			Status: readLines(filepath.Join(cd, "capture.status"))}
+		for _, w := range strings.Fields(g.KernelCmdline) {
+			if v, ok := strings.CutPrefix(w, "crashkernel="); ok {
+				g.Capture.Crashkernel = v
+			}
+		}
+		// The capture's /proc/vmcore carries the note, not a QEMU dump.
+		g.VMCOREINFONote = ptr(hasNote(filepath.Join(cd, "proc-vmcore.elf")))
+	}
 	t, err := truth(gd)
 	if err != nil {
 		return nil, err
@@ -164,7 +188,7 @@ func guest(name, gd, cd string) (*Guest, error) {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasPrefix(n, "qemu.") || strings.HasPrefix(n, "qemu-fixed.") || strings.HasPrefix(n, "mdf-") || strings.HasPrefix(n, "xform-")) {
+		if !e.Type().IsRegular() || !(strings.HasPrefix(n, "qemu.") || strings.HasPrefix(n, "qemu-fixed.") || strings.HasPrefix(n, "mdf-") || strings.HasPrefix(n, "xform-") || strings.HasPrefix(n, "proc-vmcore.")) {
 			continue
 		}
 		if strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".tmp") || !isDump(filepath.Join(cd, n)) {
