@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kdumpsyms/kdumpsyms"
+	"github.com/kdumpsyms/kdumpsyms/internal/corrupttest"
 	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/memory"
+	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -311,4 +316,72 @@ func TestIssue28FileOverlap(t *testing.T) {
 	code, stdout, stderr = runCLI("addr", "--format", "json", "--finders", "kallsyms-file,kallsyms", "--kallsyms", file, dump, "vfs_write")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, `"source":"kallsyms-file"`)
+}
+
+// TestIssue28ModulesUsersHole: on a copy of a real dump with the page of a
+// struct module_use left out, modules shows the users it could read and
+// "?" for the rest, says which page on stderr, and exits 3; before, the
+// column printed "-" (no users) with status 0.
+func TestIssue28ModulesUsersHole(t *testing.T) {
+	t.Parallel()
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	paths, ok := g.ExtractPaths(testutil.DumpQEMUELF)
+	if !ok {
+		t.Skip("no committed QEMU ELF extract of deb13-6.12-amd64")
+	}
+	s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths[0])
+	require.NoError(t, err)
+	set, err := s.Modules()
+	require.NoError(t, err)
+	b, _, err := s.BTF()
+	require.NoError(t, err)
+	mod, err := b.Struct("module", "source_list")
+	require.NoError(t, err)
+	use, err := b.Struct("module_use", "source_list")
+	require.NoError(t, err)
+	srcList, _ := mod.Field("source_list")
+	useList, _ := use.Field("source_list")
+	kmem, err := s.Kernel()
+	require.NoError(t, err)
+	var victim *modsyms.Module
+	var useAddr uint64
+	for _, m := range set.Modules() {
+		if len(m.Deps) < 2 {
+			continue
+		}
+		first, err := memory.Uint64(kmem, binary.LittleEndian, m.Addr+srcList.Offset)
+		require.NoError(t, err)
+		second, err := memory.Uint64(kmem, binary.LittleEndian, first)
+		require.NoError(t, err)
+		if (second-useList.Offset)&^4095 != (first-useList.Offset)&^4095 {
+			victim, useAddr = m, second-useList.Offset
+			break
+		}
+	}
+	s.Close()
+	if victim == nil {
+		t.Skip("no module with two users on two pages")
+	}
+	hole, page := corrupttest.Hole(t, paths[0], useAddr)
+	code, stdout, stderr := runCLI("modules", hole)
+	assert.Equal(t, exitPartial, code, stderr)
+	var line string
+	for l := range strings.Lines(stdout) {
+		if strings.HasPrefix(l, victim.Name+" ") {
+			line = l
+		}
+	}
+	fields := strings.Fields(line)
+	require.GreaterOrEqual(t, len(fields), 4, line)
+	assert.Equal(t, victim.Deps[0]+",?", fields[3], line)
+	lines := stderrLines(stderr)
+	require.Len(t, lines, 1, stderr)
+	assert.Contains(t, lines[0], victim.Name)
+	assert.Contains(t, lines[0], "page not present in dump")
+	var at uint64
+	i := strings.LastIndex(lines[0], "physical memory at ")
+	require.GreaterOrEqual(t, i, 0, lines[0])
+	_, err = fmt.Sscanf(lines[0][i:], "physical memory at %v", &at)
+	require.NoError(t, err)
+	assert.Equal(t, page, at&^4095, "the address named is in the page left out")
 }
