@@ -66,6 +66,12 @@ func describeLayouts(s *kdumpsyms.Session) (string, string) {
 	if err != nil {
 		return "unavailable: " + err.Error(), ""
 	}
+	if strings.HasPrefix(how, "given: ") {
+		// Evidence that layouts from a file fit this dump (Set.CheckFit).
+		if set, _ := s.Modules(); set != nil {
+			how += fmt.Sprintf(" (checked against the %d modules it read: region sizes, text bases, taints, refcounts, symbol tables)", len(set.Modules()))
+		}
+	}
 	var detail strings.Builder
 	if inf, ok := src.(*btflayout.Inferred); ok {
 		_ = btflayout.WriteTable(&detail, inf, inf.Want())

@@ -78,6 +78,11 @@ func TestLayoutSources(t *testing.T) {
 			code, stderr, diff = runCLIMatch(want, nil, "all", dump, "--btf", btfFile)
 			require.Equal(t, exitOK, code, stderr)
 			assert.Empty(t, diff, "--btf: output differs")
+			// info shows the evidence that the given BTF fits (issue 28.2).
+			code, infoOut, stderr := runCLI("info", dump, "--btf", btfFile)
+			require.Equal(t, exitOK, code, stderr)
+			assert.Contains(t, infoOut, "given: BTF from "+btfFile)
+			assert.Contains(t, infoOut, "(checked against the ")
 			// A table has no BPF or ftrace structs: compare the vmlinux and
 			// module lines.
 			wantMods := truthLines(t, g, testutil.SymVmlinux, testutil.SymModule)
