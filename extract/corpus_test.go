@@ -244,9 +244,13 @@ func TestCommittedExtractsWrapped(t *testing.T) {
 		t.Skip("no sampled guest in this run")
 	}
 	for _, g := range guests {
-		files, ok := g.ExtractFiles(testutil.DumpQEMUELF)
+		f := testutil.DumpQEMUELF
+		if g.IsCapture() {
+			f = testutil.DumpProcVmcore // a capture's ELF core: the copy of /proc/vmcore
+		}
+		files, ok := g.ExtractFiles(f)
 		if !ok {
-			t.Fatalf("%s: no committed extract of %s", g.Name, testutil.DumpQEMUELF)
+			t.Fatalf("%s: no committed extract of %s", g.Name, f)
 		}
 		d, err := vmcore.Open(files...)
 		require.NoError(t, err)
