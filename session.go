@@ -59,28 +59,26 @@ type Session struct {
 	opt   Options
 	stats *Stats
 
-	kmemOnce sync.Once
-	kmem     memory.Reader
-	kmemErr  error
-	tgt      memory.Target // set with kmem: see target
-
-	kallOnce sync.Once
-	kall     *kallsyms.Result
-	kallErr  error
+	// The session is a cache: each of these is "pkg.Func(inputs), done
+	// once" (sync.OnceValues), set by newSession.
+	kernel   func() (kernelMem, error)
+	kallsyms func() (*kallsyms.Result, error)
+	modules  func() (*modsyms.Set, error)
+	crash    func() *crash.Facts
 
 	laySt layState // session_layout.go
-
-	modOnce sync.Once
-	mods    *modsyms.Set
-	modErr  error
 
 	pseudoSt pseudoState // ftrace, bpf, kprobes (session_bpf.go)
 
 	orcSt orcState // the modules' ORC tables (session_unwind.go)
 	armSt armState // 32-bit ARM unwind tables (session_armunwind.go)
+}
 
-	crashOnce sync.Once
-	crash     *crash.Facts
+// kernelMem is the kernel's memory and the machine description settled
+// with it (see target).
+type kernelMem struct {
+	r   memory.Reader
+	tgt memory.Target
 }
 
 // Open opens the dump in paths (one file, or the parts of a split dump) and
@@ -401,22 +399,26 @@ func (s *Session) KASLROffset() (uint64, bool) {
 
 // Kernel returns the dump's kernel virtual memory, safe for concurrent use.
 func (s *Session) Kernel() (memory.Reader, error) {
-	s.kmemOnce.Do(func() {
-		t := s.stats.begin("translation")
-		s.tgt = s.dump.Arch().Target
-		tr, err := s.dump.Translator()
-		if err == nil {
-			s.kmem = &lockedReader{r: tr, st: s.stats}
-			if s.tgt.PageSize == 0 {
-				// The dump names no page size, but the translation
-				// knows the one it walks by.
-				s.tgt.PageSize = tr.Layout().PageSize
-			}
-		}
-		s.kmemErr = err
-		s.stats.end(t)
-	})
-	return s.kmem, s.kmemErr
+	k, err := s.kernel()
+	return k.r, err
+}
+
+// loadKernel builds the kernel address space (Kernel, once).
+func (s *Session) loadKernel() (kernelMem, error) {
+	t := s.stats.begin("translation")
+	defer s.stats.end(t)
+	k := kernelMem{tgt: s.dump.Arch().Target}
+	tr, err := s.dump.Translator()
+	if err != nil {
+		return k, err
+	}
+	k.r = &lockedReader{r: tr, st: s.stats}
+	if k.tgt.PageSize == 0 {
+		// The dump names no page size, but the translation knows the
+		// one it walks by.
+		k.tgt.PageSize = tr.Layout().PageSize
+	}
+	return k, nil
 }
 
 // target is the one description of the dump's machine that the session
@@ -424,64 +426,59 @@ func (s *Session) Kernel() (memory.Reader, error) {
 // by the translation's when the dump names none. It is settled, once,
 // with the kernel's memory.
 func (s *Session) target() memory.Target {
-	s.Kernel()
-	return s.tgt
+	k, _ := s.kernel()
+	return k.tgt
 }
 
 // Kallsyms decodes the core kernel's symbols, once.
-func (s *Session) Kallsyms() (*kallsyms.Result, error) {
-	s.kallOnce.Do(func() {
-		kmem, err := s.Kernel()
-		if err != nil {
-			s.kallErr = &NeedsError{Source: FinderKallsyms, Needs: NeedTranslation, Err: err}
-			return
-		}
-		t := s.stats.begin("kallsyms")
-		defer s.stats.end(t)
-		opt := s.opt.Kallsyms
-		opt.Lazy = s.opt.Lazy
-		// The session's target, where the caller left a field unknown.
-		opt.Target = opt.Target.Or(s.target())
-		s.kall, s.kallErr = kallsyms.Load(kmem, s.dump.Info(), opt)
-	})
-	return s.kall, s.kallErr
+func (s *Session) Kallsyms() (*kallsyms.Result, error) { return s.kallsyms() }
+
+func (s *Session) loadKallsyms() (*kallsyms.Result, error) {
+	kmem, err := s.Kernel()
+	if err != nil {
+		return nil, &NeedsError{Source: FinderKallsyms, Needs: NeedTranslation, Err: err}
+	}
+	t := s.stats.begin("kallsyms")
+	defer s.stats.end(t)
+	opt := s.opt.Kallsyms
+	opt.Lazy = s.opt.Lazy
+	// The session's target, where the caller left a field unknown.
+	opt.Target = opt.Target.Or(s.target())
+	return kallsyms.Load(kmem, s.dump.Info(), opt)
 }
 
 // Modules walks the module list, once. When some modules fail alone the Set
 // lists them with their errors and the error returned joins them; a nil Set
 // means nothing could be read.
-func (s *Session) Modules() (*modsyms.Set, error) {
-	s.modOnce.Do(func() {
-		k, err := s.Kallsyms()
-		if err != nil {
-			s.modErr = &NeedsError{Source: FinderModules, Needs: FinderKallsyms, Err: err}
-			return
+func (s *Session) Modules() (*modsyms.Set, error) { return s.modules() }
+
+func (s *Session) loadModules() (*modsyms.Set, error) {
+	k, err := s.Kallsyms()
+	if err != nil {
+		return nil, &NeedsError{Source: FinderModules, Needs: FinderKallsyms, Err: err}
+	}
+	kmem, _ := s.Kernel()
+	syms := modsyms.FromFinder(k.Finder())
+	lay, err := s.moduleLayout()
+	if err != nil {
+		return nil, &NeedsError{Source: FinderModules, Needs: NeedLayouts, Err: err}
+	}
+	head, err := s.moduleHead()
+	if err != nil {
+		return nil, fmt.Errorf("kdumpsyms: modules: %w", err)
+	}
+	opt := modsyms.Options{Target: s.target(), Layout: lay, Head: head, TypeInSize: s.typeInSize()}
+	t := s.stats.begin("modules")
+	set, err := modsyms.Load(kmem, syms, opt)
+	s.stats.end(t)
+	if s.opt.Layout != nil && set != nil {
+		// Layouts the caller gave (a BTF file, a table) may be another
+		// kernel's: checked against the modules they read, not trusted.
+		if ferr := set.CheckFit(s.opt.Layout.Describe()); ferr != nil {
+			return nil, ferr
 		}
-		kmem, _ := s.Kernel()
-		syms := modsyms.FromFinder(k.Finder())
-		lay, err := s.moduleLayout()
-		if err != nil {
-			s.modErr = &NeedsError{Source: FinderModules, Needs: NeedLayouts, Err: err}
-			return
-		}
-		head, err := s.moduleHead()
-		if err != nil {
-			s.modErr = fmt.Errorf("kdumpsyms: modules: %w", err)
-			return
-		}
-		opt := modsyms.Options{Target: s.target(), Layout: lay, Head: head, TypeInSize: s.typeInSize()}
-		t := s.stats.begin("modules")
-		s.mods, s.modErr = modsyms.Load(kmem, syms, opt)
-		s.stats.end(t)
-		if s.opt.Layout != nil && s.mods != nil {
-			// Layouts the caller gave (a BTF file, a table) may be another
-			// kernel's: checked against the modules they read, not trusted.
-			if err := s.mods.CheckFit(s.opt.Layout.Describe()); err != nil {
-				s.mods, s.modErr = nil, err
-			}
-		}
-	})
-	return s.mods, s.modErr
+	}
+	return set, err
 }
 
 // Close closes the dump.

@@ -186,8 +186,8 @@ func (s *Session) rodataRange(syms modsyms.Symbols) (lo, hi uint64, err error) {
 	if etext, ok := syms("_etext"); ok {
 		lo = etext
 	}
-	if s.kall != nil {
-		l := s.kall.Layout
+	if k, err := s.Kallsyms(); err == nil {
+		l := k.Layout
 		for _, r := range []kallsyms.Region{l.NumSymsTable, l.Names, l.Markers, l.TokenTable, l.TokenIndex, l.Addresses, l.RelativeBaseAt, l.SeqsOfNames} {
 			if r.Addr != 0 {
 				lo = max(lo, r.Addr+r.Size)

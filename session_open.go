@@ -2,6 +2,7 @@ package kdumpsyms
 
 import (
 	"io"
+	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
@@ -34,6 +35,10 @@ func FromDump(opt Options, d *vmcore.Dump) (*Session, error) {
 
 func newSession(opt Options, d *vmcore.Dump, st *Stats) (*Session, error) {
 	s := &Session{dump: d, opt: opt, stats: st}
+	s.kernel = sync.OnceValues(s.loadKernel)
+	s.kallsyms = sync.OnceValues(s.loadKallsyms)
+	s.modules = sync.OnceValues(s.loadModules)
+	s.crash = sync.OnceValue(s.findCrash)
 	var err error
 	if s.chain, err = s.buildChain(); err != nil {
 		d.Close()

@@ -29,14 +29,13 @@ func (s *Session) Log() (*printk.Log, error) {
 // Crash returns what the dump says of its crash, once: crash.Find over the
 // kernel log and the pr_pid of each CPU register note (Dump().CPUs()), so
 // that Note indexes Dump().CPUs().
-func (s *Session) Crash() *crash.Facts {
-	s.crashOnce.Do(func() {
-		l, err := s.Log()
-		var pids []int32
-		for _, c := range s.dump.CPUs() {
-			pids = append(pids, c.PID)
-		}
-		s.crash = crash.Find(l, err, pids)
-	})
-	return s.crash
+func (s *Session) Crash() *crash.Facts { return s.crash() }
+
+func (s *Session) findCrash() *crash.Facts {
+	l, err := s.Log()
+	var pids []int32
+	for _, c := range s.dump.CPUs() {
+		pids = append(pids, c.PID)
+	}
+	return crash.Find(l, err, pids)
 }
