@@ -46,13 +46,7 @@ func (s *Session) Unwind(regs []uint64) Stack {
 		return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: unwind: %w", err)}}
 	}
 	// The lowest address of kernel text, and where user space ends.
-	kernelStart := uint64(1) << 63
-	switch {
-	case arch.Name == "s390x":
-		kernelStart = 0 // the kernel runs at low addresses, in its own address space
-	case arch.PtrSize == 4:
-		kernelStart = 0x80000000
-	}
+	kernelStart := arch.KernelStart()
 	if arch.Name == "x86_64" {
 		return s.unwindORC(regs, kernelStart)
 	}

@@ -46,6 +46,36 @@ var archInfo = map[string]struct {
 	"riscv64": {binary.LittleEndian, 8, elf.EM_RISCV, 0},
 }
 
+// KernelStart returns the lowest address of the kernel's half of the
+// address space, where text, data and stacks lie and below which an
+// address is user space (or, on s390x, where the kernel runs in its own
+// address space from 0): 1<<63 on 64-bit kernels, 0x80000000 on 32-bit
+// ones (whose split is at least 2G/2G), 0 on s390x.
+func (a Arch) KernelStart() uint64 {
+	switch {
+	case a.Name == "s390x" || a.Name == "s390":
+		return 0
+	case a.PtrSize == 4:
+		return 0x80000000
+	}
+	return 1 << 63
+}
+
+// AddrDigits returns how many hex digits a kernel address has in the
+// kernel's own text (%px, register dumps): two per pointer byte; 16 when
+// the pointer size is unknown.
+func (a Arch) AddrDigits() int {
+	if a.PtrSize == 4 {
+		return 8
+	}
+	return 16
+}
+
+// ReturnAddressFrames reports whether the kernel prints its call-trace
+// frames as return addresses (%pB, looked up at addr-1: x86) rather than
+// as the addresses they are (%pS: arm64, s390x, ...).
+func (a Arch) ReturnAddressFrames() bool { return a.Name == "x86_64" || a.Name == "i386" }
+
 // archFromELF names the architecture of e_machine in a file of byte order
 // bo and class c. The class is only the container's: QEMU writes i386
 // guests as ELF64, so EM_386 always means 4-byte pointers.

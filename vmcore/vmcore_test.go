@@ -619,3 +619,22 @@ func TestFlattenedELF(t *testing.T) {
 	_, err := OpenReaderAt(bytes.NewReader(junk), int64(len(junk)), Options{})
 	assert.ErrorIs(t, err, ErrUnrecognizedFormat)
 }
+
+// TestArchFacts: the facts of an architecture the CLI and the unwinders
+// read from it instead of spelling its name.
+func TestArchFacts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		start  uint64
+		digits int
+		ret    bool
+	}{
+		{"x86_64", 1 << 63, 16, true}, {"i386", 0x80000000, 8, true}, {"arm64", 1 << 63, 16, false},
+		{"arm", 0x80000000, 8, false}, {"s390x", 0, 16, false}, {"ppc64le", 1 << 63, 16, false}, {"riscv64", 1 << 63, 16, false},
+	} {
+		a := archByName(tc.name)
+		assert.Equal(t, tc.start, a.KernelStart(), tc.name)
+		assert.Equal(t, tc.digits, a.AddrDigits(), tc.name)
+		assert.Equal(t, tc.ret, a.ReturnAddressFrames(), tc.name)
+	}
+}

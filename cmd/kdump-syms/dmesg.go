@@ -100,13 +100,7 @@ func logSymbolizer(o *oops.Annotator) func(string) string {
 // hex width and the lowest one worth a lookup.
 func addrShape(s *kdumpsyms.Session) (int, uint64) {
 	arch := s.Dump().Arch()
-	switch {
-	case arch.Name == "s390x":
-		return 16, 0 // the kernel runs at low addresses
-	case arch.PtrSize == 4:
-		return 8, 0x80000000
-	}
-	return 16, 1 << 63
+	return arch.AddrDigits(), arch.KernelStart()
 }
 
 type logWriter interface {

@@ -571,14 +571,7 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 	}
 	defer c.finish(s, stderr)
 	arch := s.Dump().Arch()
-	digits := 16
-	var minAddr uint64 = 1 << 63
-	if arch.PtrSize == 4 {
-		digits, minAddr = 8, 0x80000000
-	}
-	if arch.Name == "s390x" {
-		minAddr = 0 // the kernel runs at low addresses
-	}
+	digits, minAddr := addrShape(s)
 	format := c.formatter()
 	resolved := 0
 	lk := reportingLookuper{s.Chain(), &c.rep}
@@ -590,7 +583,7 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 			}
 			check.KASLR, check.HasKASLR = s.KASLROffset()
 			o := oops.New(oops.Options{Resolver: lk, Digits: digits, MinAddr: minAddr, Addresses: *addresses, Format: format,
-				ReturnAddrs: arch.Name == "x86_64" || arch.Name == "i386", Check: check})
+				ReturnAddrs: arch.ReturnAddressFrames(), Check: check})
 			err := o.Stream(stdinText, stdout)
 			resolved = o.Resolved()
 			if o.Unresolved() > 0 {
