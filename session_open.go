@@ -2,6 +2,7 @@ package kdumpsyms
 
 import (
 	"io"
+	"sync"
 
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
@@ -34,6 +35,7 @@ func FromDump(opt Options, d *vmcore.Dump) (*Session, error) {
 
 func newSession(opt Options, d *vmcore.Dump, st *Stats) (*Session, error) {
 	s := &Session{dump: d, opt: opt, stats: st}
+	s.tasksOnce = sync.OnceValues(s.listTasks)
 	var err error
 	if s.chain, err = s.buildChain(); err != nil {
 		d.Close()
