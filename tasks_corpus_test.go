@@ -1,0 +1,89 @@
+package kdumpsyms_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kdumpsyms/kdumpsyms/internal/testutil"
+	"github.com/kdumpsyms/kdumpsyms/tasks"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTasksCorpus compares the task list read from each guest's dump with
+// the guest's /proc/*/task/*/stat captured just before the crash: the same
+// tasks, each with the same thread group, parent, CPU, comm and state.
+//
+// How they are matched: by TID. The capture is one busybox head process
+// reading the files the shell listed before starting it, so the capture's
+// own process is not in it; the tar and sync the shell runs after it have
+// exited by the crash, so every task of the dump but the idle tasks (which
+// /proc does not show) must be in the capture, and every captured task in
+// the dump. A task's state may have changed between the capture and the
+// crash only if it is on a CPU at the crash (the crashing task) or is the
+// capture shell (init, PID 1, waiting for head at the capture).
+// /proc prints a kernel thread's full name and a workqueue worker's
+// "-WORKQUEUE" suffix where task_struct.comm holds 15 bytes
+// (fs/proc/array.c, proc_task_name): such a comm matches as a prefix.
+func TestTasksCorpus(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		want, ok := g.ProcTasks(t)
+		if !ok {
+			continue
+		}
+		t.Run(g.Name, func(t *testing.T) {
+			s, f := oneDumpSession(t, g, true)
+			list, err := s.Tasks()
+			require.NoError(t, err, "%s", f)
+			assert.NoError(t, list.Err())
+			got := map[int]*tasks.Task{}
+			for i := range list.Tasks {
+				tk := &list.Tasks[i]
+				if tk.Idle {
+					continue
+				}
+				require.NotContains(t, got, int(tk.PID), "PID %d twice", tk.PID)
+				got[int(tk.PID)] = tk
+			}
+			var bad []string
+			seen := map[int]bool{}
+			nD := 0
+			for _, w := range want {
+				seen[w.TID] = true
+				tk := got[w.TID]
+				if tk == nil {
+					bad = append(bad, fmt.Sprintf("task %d (%s) captured, not in the dump", w.TID, w.Comm))
+					continue
+				}
+				if w.State == 'D' && tk.State == 'D' {
+					nD++
+				}
+				changed := tk.OnCPU || tk.PID == 1
+				if int(tk.TGID) != w.PID || int(tk.PPID) != w.PPID || int(tk.CPU) != w.CPU ||
+					(!changed && tk.State != w.State) || !sameComm(tk.Comm, w.Comm) {
+					bad = append(bad, fmt.Sprintf("task %d: dump tgid %d ppid %d cpu %d state %c comm %q; /proc tgid %d ppid %d cpu %d state %c comm %q",
+						w.TID, tk.TGID, tk.PPID, tk.CPU, tk.State, tk.Comm, w.PID, w.PPID, w.CPU, w.State, w.Comm))
+				}
+			}
+			for pid, tk := range got {
+				if !seen[pid] {
+					bad = append(bad, fmt.Sprintf("task %d (%s) in the dump, not captured", pid, tk.Comm))
+				}
+			}
+			assert.Empty(t, bad)
+			t.Logf("%s: %d tasks (%d captured), %d in D state as captured", f, len(list.Tasks), len(want), nD)
+		})
+	}
+}
+
+// sameComm reports whether the dump's comm is the name /proc printed: the
+// same, or its first 15 bytes (a kernel thread's full name), or it
+// followed by "-" and a workqueue's name (a worker).
+func sameComm(dump, proc string) bool {
+	if dump == proc {
+		return true
+	}
+	rest, ok := strings.CutPrefix(proc, dump)
+	return ok && (len(dump) == 15 || strings.HasPrefix(rest, "-"))
+}
