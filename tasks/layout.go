@@ -27,6 +27,8 @@ type Layout struct {
 	sp field
 	// rqIdle is struct rq's idle; size 0 when the layout has none.
 	rqIdle field
+	// onRQ is task_struct.on_rq; size 0 when the layout has none.
+	onRQ field
 	// span is [lo, hi): the bytes of task_struct that hold every field
 	// but thread.sp, read in one piece.
 	lo, hi uint64
@@ -120,6 +122,9 @@ func NewLayout(src btflayout.Source) (*Layout, error) {
 			}
 		}
 	}
+	if f, err := get(ts, "on_rq", 4); err == nil {
+		l.onRQ = f
+	}
 	if rq, err := src.Struct("rq", "idle"); err == nil {
 		if f, err := get(rq, "idle", 8, 4); err == nil {
 			l.rqIdle = f
@@ -127,7 +132,10 @@ func NewLayout(src btflayout.Source) (*Layout, error) {
 	}
 	l.lo, l.hi = ^uint64(0), 0
 	for _, f := range []field{l.tasks, l.pid, l.tgid, l.comm, l.state, l.exitState, l.realParent,
-		l.onCPU, l.stack, l.cpu, l.flags, l.signal, l.threadNode} {
+		l.onCPU, l.stack, l.cpu, l.flags, l.signal, l.threadNode, l.onRQ} {
+		if f.size == 0 {
+			continue
+		}
 		l.lo = min(l.lo, f.off)
 		l.hi = max(l.hi, f.off+f.size)
 	}

@@ -32,6 +32,10 @@ type Task struct {
 	// running on it at the crash (task_struct.on_cpu).
 	CPU   uint32
 	OnCPU bool
+	// OnRQ says the task is queued on a runqueue (task_struct.on_rq):
+	// state R and not on a CPU is a task woken and waiting for one.
+	// False where the layout has no on_rq.
+	OnRQ bool
 	// Flags are the PF_* flags.
 	Flags uint32
 	// Stack is the base of the task's kernel stack (task_struct.stack); SP
@@ -225,6 +229,7 @@ func (w *walker) task(addr uint64, idle bool) (t *Task, err error) {
 		State:     StateLetter(st, ex),
 		CPU:       uint32(w.uint(b, l.cpu)),
 		OnCPU:     w.uint(b, l.onCPU) != 0,
+		OnRQ:      l.onRQ.size != 0 && w.uint(b, l.onRQ) != 0,
 		Flags:     uint32(w.uint(b, l.flags)),
 		Stack:     w.uint(b, l.stack),
 		Idle:      idle,

@@ -100,6 +100,7 @@ type psTask struct {
 	State  string `json:"state"`
 	Comm   string `json:"comm"`
 	OnCPU  bool   `json:"on_cpu"`
+	OnRQ   bool   `json:"on_rq"`
 	Kernel bool   `json:"kernel_thread"`
 	Idle   bool   `json:"idle"`
 	Task   string `json:"task"`
@@ -110,7 +111,7 @@ type psTask struct {
 func psJSON(t *tasks.Task) psTask {
 	return psTask{
 		PID: t.PID, TGID: t.TGID, PPID: t.PPID, CPU: t.CPU, State: string(t.State), Comm: t.Comm,
-		OnCPU: t.OnCPU, Kernel: t.Kernel(), Idle: t.Idle,
+		OnCPU: t.OnCPU, OnRQ: t.OnRQ, Kernel: t.Kernel(), Idle: t.Idle,
 		Task: fmt.Sprintf("%#x", t.Addr), Stack: fmt.Sprintf("%#x", t.Stack), Flags: fmt.Sprintf("%#x", t.Flags),
 	}
 }
