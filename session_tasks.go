@@ -1,10 +1,13 @@
 package kdumpsyms
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/tasks"
+	"github.com/kdumpsyms/kdumpsyms/unwind"
+	"github.com/kdumpsyms/kdumpsyms/vmcoreinfo"
 )
 
 // Tasks lists the dump's tasks (see tasks.Read), once: the idle task of
@@ -38,4 +41,41 @@ func (s *Session) listTasks() (*tasks.List, error) {
 		Layout: l,
 		Symbol: modsyms.FromFinder(k.Finder()),
 	})
+}
+
+// x86StackSize is THREAD_SIZE on x86_64: 16 KiB (arch/x86/include/asm/
+// page_64_types.h, KASAN_STACK_ORDER 0 in Debian's kernels).
+const x86StackSize = 16 << 10
+
+// TaskStack unwinds a task's kernel stack (x86_64 only, so far): a task
+// running at the crash from its CPU's registers (the NT_PRSTATUS note of
+// its CPU, notes being in CPU order), any other from the switch frame at
+// its thread.sp (see tasks.Layout.SwitchFrame), with the ORC tables. On
+// other architectures the Stop's error wraps errors.ErrUnsupported.
+func (s *Session) TaskStack(t *tasks.Task) Stack {
+	if s.dump.Arch().Name != "x86_64" {
+		return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: task stacks of %s kernels: %w", s.dump.Arch().Name, errors.ErrUnsupported)}}
+	}
+	list, err := s.Tasks()
+	if err != nil {
+		return Stack{Stop: unwind.Stop{Err: err}}
+	}
+	if t.OnCPU {
+		cpus := s.dump.CPUs()
+		if int(t.CPU) >= len(cpus) {
+			return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: task %d runs on CPU %d, and the dump has %d CPU notes: %w", t.PID, t.CPU, len(cpus), vmcoreinfo.ErrMissingInfo)}}
+		}
+		return s.Unwind(cpus[t.CPU].Regs)
+	}
+	kmem, _ := s.Kernel()
+	fr, err := list.Layout.SwitchFrame(kmem, s.target(), t, x86StackSize)
+	if err != nil {
+		return Stack{Stop: unwind.Stop{Err: err}}
+	}
+	tab, err := s.ORCTables()
+	if err != nil {
+		return Stack{Stop: unwind.Stop{Err: err}}
+	}
+	frames, stop := unwind.ORCSwitched(kmem, fr.IP, fr.SP, fr.BP, tab, unwind.Options{KernelStart: 1 << 63, StackSize: x86StackSize})
+	return Stack{Unwinder: "ORC", Frames: frames, Stop: stop}
 }

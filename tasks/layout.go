@@ -29,6 +29,10 @@ type Layout struct {
 	rqIdle field
 	// onRQ is task_struct.on_rq; size 0 when the layout has none.
 	onRQ field
+	// frameBP and frameRet are struct inactive_task_frame's bp and
+	// ret_addr, frameSize its size (x86; 0 where the layout has none).
+	frameBP, frameRet field
+	frameSize         uint64
 	// span is [lo, hi): the bytes of task_struct that hold every field
 	// but thread.sp, read in one piece.
 	lo, hi uint64
@@ -120,6 +124,13 @@ func NewLayout(src btflayout.Source) (*Layout, error) {
 			if f, err := get(tss, "sp", 8, 4); err == nil {
 				l.sp = field{"thread.sp", th.Offset + f.off, f.size}
 			}
+		}
+	}
+	if fr, err := src.Struct("inactive_task_frame", "bp", "ret_addr"); err == nil && fr.Size != 0 {
+		bp, err1 := get(fr, "bp", 8)
+		ret, err2 := get(fr, "ret_addr", 8)
+		if err1 == nil && err2 == nil && bp.off+8 <= fr.Size && ret.off+8 <= fr.Size {
+			l.frameBP, l.frameRet, l.frameSize = bp, ret, fr.Size
 		}
 	}
 	if f, err := get(ts, "on_rq", 4); err == nil {

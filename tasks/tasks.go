@@ -106,6 +106,9 @@ func (p *Problem) Unwrap() error { return p.Err }
 // first.
 type List struct {
 	Tasks []Task
+	// Layout is the layout the tasks were read with (see
+	// Layout.SwitchFrame).
+	Layout *Layout
 	// Problems are the causes of failure, once each, in the order met.
 	Problems []*Problem
 }
@@ -149,7 +152,7 @@ func Read(mem memory.Reader, opt Options) (*List, error) {
 	if !ok {
 		return nil, fmt.Errorf("tasks: symbol init_task: %w", vmcoreinfo.ErrMissingInfo)
 	}
-	w := &walker{mem: mem, opt: opt, l: opt.Layout, out: &List{}, seen: map[uint64]bool{},
+	w := &walker{mem: mem, opt: opt, l: opt.Layout, out: &List{Layout: opt.Layout}, seen: map[uint64]bool{},
 		byWhat: map[string]*Problem{}, buf: make([]byte, opt.Layout.hi-opt.Layout.lo), max: opt.MaxTasks}
 	if w.max <= 0 {
 		w.max = DefaultMaxTasks
