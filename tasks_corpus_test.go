@@ -95,3 +95,68 @@ func sameComm(dump, proc string) bool {
 	rest, ok := strings.CutPrefix(proc, dump)
 	return ok && (len(dump) == 15 || strings.HasPrefix(rest, "-"))
 }
+
+// TestTaskStacksCorpus compares each task's stack unwound from the dump
+// (x86_64: the switch frame and the ORC tables) with its
+// /proc/PID/task/TID/stack captured just before the crash, for every task
+// whose state did not change in between (see TestTasksCorpus): the same
+// functions in the same order. /proc leaves out the scheduler's and the
+// locking functions (kernel/stacktrace.c stack_trace_consume_entry_nosched:
+// in_sched_functions, the __sched and __lock text), so the unwound frames
+// in [__sched_text_start, __sched_text_end) and [__lock_text_start,
+// __lock_text_end) are left out before comparing.
+func TestTaskStacksCorpus(t *testing.T) {
+	for _, g := range testutil.Corpus(t) {
+		want, ok := g.ProcTasks(t)
+		stacks, ok2 := g.ProcStacks(t)
+		if !ok || !ok2 || g.ArchName() != "x86_64" {
+			continue
+		}
+		t.Run(g.Name, func(t *testing.T) {
+			s, f := oneDumpSession(t, g, true)
+			list, err := s.Tasks()
+			require.NoError(t, err, "%s", f)
+			var skip [][2]uint64
+			for _, r := range [][2]string{{"__sched_text_start", "__sched_text_end"}, {"__lock_text_start", "__lock_text_end"}} {
+				a, err1 := s.Chain().LookupName(r[0])
+				b, err2 := s.Chain().LookupName(r[1])
+				require.NoError(t, err1)
+				require.NoError(t, err2)
+				skip = append(skip, [2]uint64{a.Addr, b.Addr})
+			}
+			byPID := map[int]*tasks.Task{}
+			for i := range list.Tasks {
+				byPID[int(list.Tasks[i].PID)] = &list.Tasks[i]
+			}
+			compared, nD := 0, 0
+			for _, w := range want {
+				tk := byPID[w.TID]
+				if tk == nil || tk.OnCPU || tk.PID == 1 || tk.State != w.State {
+					continue // its state changed: its stack may have too
+				}
+				st := s.TaskStack(tk)
+				require.NotEmpty(t, st.Unwinder, "task %d: %v", tk.PID, st.Stop.Err)
+				var got []string
+			frames:
+				for _, fr := range st.Frames {
+					for _, r := range skip {
+						if fr.PC >= r[0] && fr.PC < r[1] {
+							continue frames
+						}
+					}
+					sym, err := s.Chain().Lookup(fr.PC)
+					if assert.NoError(t, err, "task %d: frame %#x", tk.PID, fr.PC) {
+						got = append(got, sym.Name)
+					}
+				}
+				assert.Equal(t, stacks[w.TID], got, "task %d (%s) state %c; stop: %s", tk.PID, tk.Comm, tk.State, st.Stop)
+				compared++
+				if tk.State == 'D' {
+					nD++
+				}
+			}
+			assert.NotZero(t, nD, "no task in D state compared")
+			t.Logf("%s: %d stacks compared with /proc, %d of them in D state", f, compared, nD)
+		})
+	}
+}

@@ -216,12 +216,19 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 		}
 		return nil
 	})
-	// Every task (kdump-syms ps), so that the task list reads on the
-	// extract as on the original. Like the stacks, best effort: a dump
+	// Every task (kdump-syms ps) and its stack (bt), so that they read on
+	// the extract as on the original. Like the stacks, best effort: a dump
 	// whose layouts lack task_struct (no BTF) has no task list to keep,
 	// and ps on the extract reports what it reports on the original.
 	stage("tasks", func() error {
-		sess.Tasks()
+		list, err := sess.Tasks()
+		if err != nil || d.Arch().Name != "x86_64" {
+			return nil
+		}
+		// And each task's stack (kdump-syms bt), where it is unwound.
+		for i := range list.Tasks {
+			sess.TaskStack(&list.Tasks[i])
+		}
 		return nil
 	})
 	// The page tables that map every module, BPF and trampoline symbol, so
