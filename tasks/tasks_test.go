@@ -33,8 +33,8 @@ signal_struct.thread_head = 0:16
 
 const (
 	base     = 0xffff888000000000
-	memSize  = 1 << 20
 	taskSize = 256
+	sigBase  = base + 3<<20 // signal_structs, after 12,288 tasks
 )
 
 var le = binary.LittleEndian
@@ -46,7 +46,7 @@ type fakeKernel struct {
 	nsig int
 }
 
-func newFake() *fakeKernel { return &fakeKernel{mem: make([]byte, memSize)} }
+func newFake() *fakeKernel { return &fakeKernel{mem: make([]byte, 4<<20)} }
 
 func (k *fakeKernel) task(i int) uint64 { return base + uint64(i)*taskSize }
 
@@ -77,8 +77,10 @@ func (k *fakeKernel) setTask(i int, pid, tgid int32, comm string, state uint32, 
 }
 
 // group gives a thread group (leader first) a signal_struct and links it.
-func (k *fakeKernel) group(threads ...int) {
-	sig := uint64(base+0x80000) + uint64(k.nsig)*64
+func (k *fakeKernel) group(threads ...int) { k.groupAt(threads...) }
+
+func (k *fakeKernel) groupAt(threads ...int) {
+	sig := uint64(sigBase) + uint64(k.nsig)*64
 	k.nsig++
 	nodes := []uint64{sig}
 	for _, i := range threads {
@@ -90,7 +92,7 @@ func (k *fakeKernel) group(threads ...int) {
 
 func (k *fakeKernel) reader() memory.Reader {
 	return memory.ReaderFunc(func(p []byte, addr uint64) (int, error) {
-		if addr < base || addr-base >= memSize {
+		if addr < base || addr-base >= uint64(len(k.mem)) {
 			return 0, memory.Fault(addr, "kernel", "read", memory.ErrNotSaved)
 		}
 		n := copy(p, k.mem[addr-base:])
@@ -264,8 +266,8 @@ func FuzzRead(f *testing.F) {
 	k := standard()
 	f.Add(k.mem[:8192])
 	f.Fuzz(func(t *testing.T, data []byte) {
-		k := newFake()
-		copy(k.mem, data)
+		// Memory is the data alone: every read past it faults.
+		k := &fakeKernel{mem: append([]byte(nil), data...)}
 		o := k.opts(t)
 		o.MaxTasks = 1000
 		l, err := Read(k.reader(), o)
