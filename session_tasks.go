@@ -47,14 +47,17 @@ func (s *Session) listTasks() (*tasks.List, error) {
 // page_64_types.h, KASAN_STACK_ORDER 0 in Debian's kernels).
 const x86StackSize = 16 << 10
 
-// TaskStack unwinds a task's kernel stack (x86_64 only, so far): a task
-// running at the crash from its CPU's registers (the NT_PRSTATUS note of
-// its CPU, notes being in CPU order), any other from the switch frame at
-// its thread.sp (see tasks.Layout.SwitchFrame), with the ORC tables. On
-// other architectures the Stop's error wraps errors.ErrUnsupported.
+// TaskStack unwinds a task's kernel stack (x86_64 and arm64, so far): a
+// task running at the crash from its CPU's registers (the NT_PRSTATUS note
+// of its CPU, notes being in CPU order), any other on x86_64 from the
+// switch frame at its thread.sp (see tasks.Layout.SwitchFrame) with the
+// ORC tables, on arm64 from thread.cpu_context (tasks.Layout.CPUContext)
+// with the frame records. On other architectures the Stop's error wraps
+// errors.ErrUnsupported.
 func (s *Session) TaskStack(t *tasks.Task) Stack {
-	if s.dump.Arch().Name != "x86_64" {
-		return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: task stacks of %s kernels: %w", s.dump.Arch().Name, errors.ErrUnsupported)}}
+	arch := s.dump.Arch().Name
+	if arch != "x86_64" && arch != "arm64" {
+		return Stack{Stop: unwind.Stop{Err: fmt.Errorf("kdumpsyms: task stacks of %s kernels: %w", arch, errors.ErrUnsupported)}}
 	}
 	list, err := s.Tasks()
 	if err != nil {
@@ -68,6 +71,20 @@ func (s *Session) TaskStack(t *tasks.Task) Stack {
 		return s.Unwind(cpus[t.CPU].Regs)
 	}
 	kmem, _ := s.Kernel()
+	if arch == "arm64" {
+		// THREAD_SIZE: 16 KiB, or the page size if larger
+		// (arch/arm64/include/asm/memory.h, without KASAN).
+		size := max(16<<10, uint64(s.target().PageSize))
+		c, err := list.Layout.CPUContext(kmem, s.target(), t, size)
+		if err != nil {
+			return Stack{Stop: unwind.Stop{Err: err}}
+		}
+		// The frame-pointer walk of Unwind, from PRSTATUS-shaped
+		// registers: x29 (fp), sp (31) and pc (32).
+		regs := make([]uint64, 34)
+		regs[29], regs[31], regs[32] = c.FP, c.SP, c.PC
+		return s.Unwind(regs)
+	}
 	fr, err := list.Layout.SwitchFrame(kmem, s.target(), t, x86StackSize)
 	if err != nil {
 		return Stack{Stop: unwind.Stop{Err: err}}

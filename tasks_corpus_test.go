@@ -97,7 +97,8 @@ func sameComm(dump, proc string) bool {
 }
 
 // TestTaskStacksCorpus compares each task's stack unwound from the dump
-// (x86_64: the switch frame and the ORC tables) with its
+// (x86_64: the switch frame and the ORC tables; arm64: cpu_context and
+// the frame records) with its
 // /proc/PID/task/TID/stack captured just before the crash, for every task
 // whose state did not change in between (see TestTasksCorpus): the same
 // functions in the same order. /proc leaves out the scheduler's and the
@@ -109,7 +110,7 @@ func TestTaskStacksCorpus(t *testing.T) {
 	for _, g := range testutil.Corpus(t) {
 		want, ok := g.ProcTasks(t)
 		stacks, ok2 := g.ProcStacks(t)
-		if !ok || !ok2 || g.ArchName() != "x86_64" {
+		if !ok || !ok2 || (g.ArchName() != "x86_64" && g.ArchName() != "arm64") {
 			continue
 		}
 		t.Run(g.Name, func(t *testing.T) {

@@ -222,10 +222,11 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 	// and ps on the extract reports what it reports on the original.
 	stage("tasks", func() error {
 		list, err := sess.Tasks()
-		if err != nil || d.Arch().Name != "x86_64" {
+		if err != nil {
 			return nil
 		}
-		// And each task's stack (kdump-syms bt), where it is unwound.
+		// And each task's stack (kdump-syms bt), on the architectures
+		// it is unwound on.
 		for i := range list.Tasks {
 			sess.TaskStack(&list.Tasks[i])
 		}

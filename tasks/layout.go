@@ -33,6 +33,9 @@ type Layout struct {
 	// ret_addr, frameSize its size (x86; 0 where the layout has none).
 	frameBP, frameRet field
 	frameSize         uint64
+	// ctxFP, ctxSP and ctxPC are thread.cpu_context.{fp,sp,pc} (arm64;
+	// size 0 where the layout has none).
+	ctxFP, ctxSP, ctxPC field
 	// span is [lo, hi): the bytes of task_struct that hold every field
 	// but thread.sp, read in one piece.
 	lo, hi uint64
@@ -135,6 +138,22 @@ func NewLayout(src btflayout.Source) (*Layout, error) {
 	}
 	if f, err := get(ts, "on_rq", 4); err == nil {
 		l.onRQ = f
+	}
+	if th, ok := ts.Field("thread"); ok && th.TypeName != "" {
+		if tss, err := src.Struct(th.TypeName, "cpu_context"); err == nil {
+			cc, _ := tss.Field("cpu_context")
+			if ccs, err := src.Struct(cc.TypeName, "fp", "sp", "pc"); cc.TypeName != "" && err == nil {
+				fp, err1 := get(ccs, "fp", 8)
+				sp, err2 := get(ccs, "sp", 8)
+				pc, err3 := get(ccs, "pc", 8)
+				if err1 == nil && err2 == nil && err3 == nil {
+					at := th.Offset + cc.Offset
+					l.ctxFP = field{"thread.cpu_context.fp", at + fp.off, 8}
+					l.ctxSP = field{"thread.cpu_context.sp", at + sp.off, 8}
+					l.ctxPC = field{"thread.cpu_context.pc", at + pc.off, 8}
+				}
+			}
+		}
 	}
 	if rq, err := src.Struct("rq", "idle"); err == nil {
 		if f, err := get(rq, "idle", 8, 4); err == nil {

@@ -45,3 +45,39 @@ func (l *Layout) SwitchFrame(mem memory.Reader, tgt memory.Target, t *Task, stac
 	}
 	return SwitchFrame{IP: ip, SP: sp + l.frameSize, BP: bp}, nil
 }
+
+// ErrNoCPUContext means the layout has no thread.cpu_context (an
+// architecture other than arm64, or a layout source without it).
+var ErrNoCPUContext = errors.New("no thread.cpu_context in the layouts")
+
+// CPUContext is what an arm64 task switched out keeps in
+// thread.cpu_context (arch/arm64/include/asm/processor.h; cpu_switch_to in
+// arch/arm64/kernel/entry.S saves x19–x28, fp, sp and lr as pc): where the
+// kernel's stack walk of a task other than current starts
+// (arch/arm64/kernel/stacktrace.c, thread_saved_fp and thread_saved_pc).
+type CPUContext struct{ FP, SP, PC uint64 }
+
+// CPUContext reads t's saved context; t must not be running. Its sp must
+// lie in its kernel stack, [t.Stack, t.Stack+stackSize), or the error
+// wraps ErrCorrupt.
+func (l *Layout) CPUContext(mem memory.Reader, tgt memory.Target, t *Task, stackSize uint64) (CPUContext, error) {
+	if l.ctxPC.size == 0 {
+		return CPUContext{}, ErrNoCPUContext
+	}
+	var c CPUContext
+	for _, f := range []struct {
+		dst *uint64
+		fl  field
+	}{{&c.FP, l.ctxFP}, {&c.SP, l.ctxSP}, {&c.PC, l.ctxPC}} {
+		v, err := memory.Uint64(mem, tgt.ByteOrder, t.Addr+f.fl.off)
+		if err != nil {
+			return CPUContext{}, fmt.Errorf("tasks: task %d: %s: %w", t.PID, f.fl.name, err)
+		}
+		*f.dst = v
+	}
+	if t.Stack == 0 || t.Stack+stackSize < t.Stack || c.SP < t.Stack || c.SP > t.Stack+stackSize {
+		return CPUContext{}, fmt.Errorf("tasks: task %d: thread.cpu_context.sp %#x is outside its stack [%#x, %#x): %w",
+			t.PID, c.SP, t.Stack, t.Stack+stackSize, ErrCorrupt)
+	}
+	return c, nil
+}
