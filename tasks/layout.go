@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/kdumpsyms/kdumpsyms/btflayout"
 )
@@ -67,7 +68,7 @@ func NewLayout(src btflayout.Source) (*Layout, error) {
 			return field{}, fmt.Errorf("tasks: %w", err)
 		}
 		sz := f.Size
-		if len(size) > 0 && sz != size[0] && !(len(size) > 1 && sz == size[1]) {
+		if len(size) > 0 && !slices.Contains(size, sz) {
 			return field{}, fmt.Errorf("tasks: %s.%s is %d bytes, not %d: %w", s.Name, name, sz, size[0], btflayout.ErrCorrupt)
 		}
 		return field{name, f.Offset, sz}, nil
@@ -91,7 +92,7 @@ func NewLayout(src btflayout.Source) (*Layout, error) {
 	}
 	set(&l.exitState, ts, "exit_state", 4)
 	set(&l.realParent, ts, "real_parent", 8, 4)
-	set(&l.onCPU, ts, "on_cpu", 4)
+	set(&l.onCPU, ts, "on_cpu", 4, 1) // int, a u8 in 7.x
 	set(&l.stack, ts, "stack", 8, 4)
 	set(&l.flags, ts, "flags", 4)
 	set(&l.signal, ts, "signal", 8, 4)
@@ -136,7 +137,7 @@ func NewLayout(src btflayout.Source) (*Layout, error) {
 			l.frameBP, l.frameRet, l.frameSize = bp, ret, fr.Size
 		}
 	}
-	if f, err := get(ts, "on_rq", 4); err == nil {
+	if f, err := get(ts, "on_rq", 4, 1); err == nil {
 		l.onRQ = f
 	}
 	if th, ok := ts.Field("thread"); ok && th.TypeName != "" {
