@@ -23,14 +23,17 @@ type SwitchFrame struct {
 }
 
 // SwitchFrame reads the switch frame of t, which must not be running:
-// its thread.sp and the frame above it must lie in its kernel stack,
+// its thread.sp (read from the task_struct at t.Addr) and the frame above it must lie in its kernel stack,
 // [t.Stack, t.Stack+stackSize) (THREAD_SIZE: 16 KiB on x86_64, 32 KiB
 // with KASAN). An sp outside it is an error wrapping ErrCorrupt.
 func (l *Layout) SwitchFrame(mem memory.Reader, tgt memory.Target, t *Task, stackSize uint64) (SwitchFrame, error) {
 	if l.frameSize == 0 || l.sp.size == 0 {
 		return SwitchFrame{}, ErrNoSwitchFrame
 	}
-	sp := t.SP
+	sp, err := memory.Uint64(mem, tgt.ByteOrder, t.Addr+l.sp.off)
+	if err != nil {
+		return SwitchFrame{}, fmt.Errorf("tasks: task %d: thread.sp: %w", t.PID, err)
+	}
 	if t.Stack == 0 || t.Stack+stackSize < t.Stack || sp < t.Stack || sp > t.Stack+stackSize-l.frameSize {
 		return SwitchFrame{}, fmt.Errorf("tasks: task %d: thread.sp %#x is outside its stack [%#x, %#x): %w",
 			t.PID, sp, t.Stack, t.Stack+stackSize, ErrCorrupt)

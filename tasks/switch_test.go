@@ -13,25 +13,28 @@ import (
 func TestSwitchFrame(t *testing.T) {
 	k := newFake()
 	stack := uint64(base + 0x10000)
-	tk := &Task{PID: 7, Stack: stack, SP: stack + 0x3f00}
-	k.put64(tk.SP+40, 0xffff888000011111) // bp
-	k.put64(tk.SP+48, 0xffffffff81234567) // ret_addr
+	tk := &Task{Addr: base + 0x20000, PID: 7, Stack: stack}
+	sp := stack + 0x3f00
+	k.put64(tk.Addr+200, sp)
+	k.put64(sp+40, 0xffff888000011111) // bp
+	k.put64(sp+48, 0xffffffff81234567) // ret_addr
 	l := testLayout(t)
 	l.sp = field{"thread.sp", 200, 8}
 	l.frameBP, l.frameRet, l.frameSize = field{"bp", 40, 8}, field{"ret_addr", 48, 8}, 56
 	tgt := memory.Target{ByteOrder: le, PtrSize: 8}
 	fr, err := l.SwitchFrame(k.reader(), tgt, tk, 16<<10)
 	require.NoError(t, err)
-	assert.Equal(t, SwitchFrame{IP: 0xffffffff81234567, SP: tk.SP + 56, BP: 0xffff888000011111}, fr)
+	assert.Equal(t, SwitchFrame{IP: 0xffffffff81234567, SP: sp + 56, BP: 0xffff888000011111}, fr)
 
 	// An sp outside the task's stack, or a frame that would cross its end.
 	for _, sp := range []uint64{stack - 8, stack + 16<<10 - 8, 0xffffffffffffffff} {
-		tk.SP = sp
+		k.put64(tk.Addr+200, sp)
 		_, err := l.SwitchFrame(k.reader(), tgt, tk, 16<<10)
 		assert.ErrorIs(t, err, memory.ErrCorrupt, "sp %#x", sp)
 	}
 	// A stack page not in the dump.
-	tk.Stack, tk.SP = 0xffffc90000000000, 0xffffc90000000100
+	tk.Stack = 0xffffc90000000000
+	k.put64(tk.Addr+200, 0xffffc90000000100)
 	_, err = l.SwitchFrame(k.reader(), tgt, tk, 16<<10)
 	assert.ErrorIs(t, err, memory.ErrNotSaved)
 

@@ -19,8 +19,10 @@ type Task struct {
 	// process ID); both 0 for the idle tasks.
 	PID, TGID int32
 	// PPID is the thread group ID of real_parent, as /proc/PID/stat's
-	// ppid (0 for init_task's children).
-	PPID int32
+	// ppid (0 for init_task's children); Parent is real_parent, the
+	// task_struct's address.
+	PPID   int32
+	Parent uint64
 	// Comm is the task's name, up to its NUL.
 	Comm string
 	// State is the letter /proc/PID/stat prints (see StateLetter); RawState
@@ -38,10 +40,11 @@ type Task struct {
 	OnRQ bool
 	// Flags are the PF_* flags.
 	Flags uint32
-	// Stack is the base of the task's kernel stack (task_struct.stack); SP
-	// the stack pointer saved when it was last switched out (x86_64's
-	// thread.sp; 0 where the layout has none).
-	Stack, SP uint64
+	// Stack is the base of the task's kernel stack (task_struct.stack).
+	// (The stack pointer saved when it was last switched out is read by
+	// Layout.SwitchFrame and Layout.CPUContext, for the tasks whose stack
+	// is asked for: it lies at the end of task_struct, a page apart.)
+	Stack uint64
 	// Idle says the task is a CPU's idle task (PID 0).
 	Idle bool
 }
@@ -235,6 +238,7 @@ func (w *walker) task(addr uint64, idle bool) (t *Task, err error) {
 		OnRQ:      l.onRQ.size != 0 && w.uint(b, l.onRQ) != 0,
 		Flags:     uint32(w.uint(b, l.flags)),
 		Stack:     w.uint(b, l.stack),
+		Parent:    w.uint(b, l.realParent),
 		Idle:      idle,
 	}
 	comm := b[l.comm.off-l.lo : l.comm.off-l.lo+l.comm.size]
@@ -246,13 +250,6 @@ func (w *walker) task(addr uint64, idle bool) (t *Task, err error) {
 	tk.Comm = string(comm[:n])
 	if !printable(tk.Comm) {
 		w.problem("comm not printable", addr, fmt.Errorf("%q: %w", tk.Comm, ErrCorrupt))
-	}
-	if l.sp.size != 0 {
-		if sp, err := w.ptr(addr + l.sp.off); err == nil {
-			tk.SP = sp
-		} else {
-			w.problem("reading thread.sp", addr, err)
-		}
 	}
 	w.out.Tasks = append(w.out.Tasks, tk)
 	return &w.out.Tasks[len(w.out.Tasks)-1], nil
@@ -391,7 +388,9 @@ func (w *walker) threads(leader uint64) {
 }
 
 // parents fills in PPID: the thread group ID of each task's real_parent,
-// from the tasks listed or, failing that, read.
+// from the tasks listed or, failing that, read (the task_structs were read
+// already: a second pass through the page cache of a compressed dump
+// would decompress their pages again).
 func (w *walker) parents() {
 	tgid := make(map[uint64]int32, len(w.out.Tasks))
 	for _, t := range w.out.Tasks {
@@ -402,11 +401,7 @@ func (w *walker) parents() {
 		if t.Idle {
 			continue // /proc shows no idle task; its real_parent is itself
 		}
-		p, err := w.ptr(t.Addr + w.l.realParent.off)
-		if err != nil {
-			w.problem("reading task_struct.real_parent", t.Addr, err)
-			continue
-		}
+		p := t.Parent
 		if g, ok := tgid[p]; ok {
 			t.PPID = g
 			continue
