@@ -13,8 +13,9 @@ import (
 // Tasks lists the dump's tasks (see tasks.Read), once: the idle task of
 // each CPU, every thread group and its threads, with struct layouts from
 // the session's layout source (the dump's BTF, or Options.Layout). The
-// error is one that left nothing listed (no layout with task_struct, no
-// init_task); the list's Problems say what could not be read.
+// error is one that left nothing listed: no init_task, or layouts without
+// task_struct (a *NeedsError of SourceTasks needing NeedBTF: inferred
+// layouts do not have it); the list's Problems say what could not be read.
 func (s *Session) Tasks() (*tasks.List, error) {
 	return s.tasksOnce()
 }
@@ -34,7 +35,9 @@ func (s *Session) listTasks() (*tasks.List, error) {
 	}
 	l, err := tasks.NewLayout(src)
 	if err != nil {
-		return nil, fmt.Errorf("kdumpsyms: %w", err)
+		// Inferred layouts hold struct module's fields only: the tasks
+		// need the dump's BTF, or a layout source that has task_struct.
+		return nil, &NeedsError{Source: SourceTasks, Needs: NeedBTF, Err: err}
 	}
 	return tasks.Read(kmem, tasks.Options{
 		Target: s.target(),
@@ -42,6 +45,9 @@ func (s *Session) listTasks() (*tasks.List, error) {
 		Symbol: modsyms.FromFinder(k.Finder()),
 	})
 }
+
+// SourceTasks is NeedsError.Source for the task list (Tasks).
+const SourceTasks = "tasks"
 
 // x86StackSize is THREAD_SIZE on x86_64: 16 KiB (arch/x86/include/asm/
 // page_64_types.h, KASAN_STACK_ORDER 0 in Debian's kernels).
