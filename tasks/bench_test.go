@@ -8,7 +8,7 @@ import (
 // threads): the walk's cost per task, without a dump's page decoding.
 func BenchmarkRead10k(b *testing.B) {
 	const n = 10000
-	k := &fakeKernel{mem: make([]byte, 4<<20)}
+	k := &fakeKernel{mem: make([]byte, 4<<20), sigBase: base + 3<<20}
 	k.setTask(0, 0, 0, "swapper/0", 0, 0, pfKthread|2)
 	leaders := []uint64{k.task(0)}
 	k.group(0)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestSwitchFrame(t *testing.T) {
-	k := newFake()
+	k := &fakeKernel{mem: make([]byte, 1<<20), sigBase: base + 16*taskSize}
 	stack := uint64(base + 0x10000)
 	tk := &Task{Addr: base + 0x20000, PID: 7, Stack: stack}
 	sp := stack + 0x3f00

@@ -136,7 +136,17 @@ type walker struct {
 	buf    []byte
 	max    int
 	full   bool
+	// steps counts the list nodes followed, in every list: each task is
+	// on two lists (its group's on init_task.tasks, itself on its
+	// group's threads), so more than stepsPerTask*max is lists that lead
+	// back to tasks already seen, stopped (over) lest the work grow with
+	// the square of the tasks.
+	steps int
+	over  bool
 }
+
+// stepsPerTask bounds the list nodes followed per task allowed.
+const stepsPerTask = 4
 
 // Read lists the tasks of the kernel in mem. It returns an error only when
 // it can list nothing (no layout, no init_task, an unknown target);
@@ -318,6 +328,13 @@ func (w *walker) list(head uint64, what string, f func(node uint64) (ok, stop bo
 		at := head
 		node, err := w.ptr(head + step)
 		for err == nil && node != head {
+			if w.steps++; w.steps > stepsPerTask*w.max {
+				if !w.over {
+					w.over = true
+					w.problem(fmt.Sprintf("more than %d list nodes followed: the lists lead back to tasks already seen", stepsPerTask*w.max), node, ErrCorrupt)
+				}
+				return false
+			}
 			if other[node] {
 				return false // met the walk from the other end
 			}

@@ -34,7 +34,6 @@ signal_struct.thread_head = 0:16
 const (
 	base     = 0xffff888000000000
 	taskSize = 256
-	sigBase  = base + 3<<20 // signal_structs, after 12,288 tasks
 )
 
 var le = binary.LittleEndian
@@ -42,11 +41,14 @@ var le = binary.LittleEndian
 // fakeKernel is kernel memory of made-up tasks: task i's task_struct at
 // base+i*taskSize; signal_structs from base+0x80000.
 type fakeKernel struct {
-	mem  []byte
-	nsig int
+	mem     []byte
+	nsig    int
+	sigBase uint64 // where the signal_structs go
 }
 
-func newFake() *fakeKernel { return &fakeKernel{mem: make([]byte, 4<<20)} }
+// newFake has room for 16 tasks, then the signal_structs, so that the
+// whole of a small kernel is a fuzz seed.
+func newFake() *fakeKernel { return &fakeKernel{mem: make([]byte, 8192), sigBase: base + 16*taskSize} }
 
 func (k *fakeKernel) task(i int) uint64 { return base + uint64(i)*taskSize }
 
@@ -80,7 +82,7 @@ func (k *fakeKernel) setTask(i int, pid, tgid int32, comm string, state uint32, 
 func (k *fakeKernel) group(threads ...int) { k.groupAt(threads...) }
 
 func (k *fakeKernel) groupAt(threads ...int) {
-	sig := uint64(sigBase) + uint64(k.nsig)*64
+	sig := k.sigBase + uint64(k.nsig)*64
 	k.nsig++
 	nodes := []uint64{sig}
 	for _, i := range threads {
@@ -264,10 +266,12 @@ func TestStateLetter(t *testing.T) {
 
 func FuzzRead(f *testing.F) {
 	k := standard()
-	f.Add(k.mem[:8192])
+	f.Add(k.mem)
+	k.put64(k.task(3), k.task(1)) // a loop
+	f.Add(k.mem)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// Memory is the data alone: every read past it faults.
-		k := &fakeKernel{mem: append([]byte(nil), data...)}
+		k := &fakeKernel{mem: append([]byte(nil), data...), sigBase: base + 16*taskSize}
 		o := k.opts(t)
 		o.MaxTasks = 1000
 		l, err := Read(k.reader(), o)
@@ -278,4 +282,18 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("%d tasks over the limit", len(l.Tasks))
 		}
 	})
+}
+
+func TestReadListsLeadBack(t *testing.T) {
+	k := standard()
+	// Every task in one thread group: each leader's thread list walks
+	// every task again.
+	k.group(0, 1, 2, 3, 4, 5)
+	o := k.opts(t)
+	o.MaxTasks = 6
+	l, err := Read(k.reader(), o)
+	require.NoError(t, err)
+	assert.Len(t, l.Tasks, 6)
+	require.Len(t, l.Problems, 1)
+	assert.Contains(t, l.Problems[0].Error(), "more than 24 list nodes followed")
 }
