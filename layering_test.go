@@ -95,7 +95,7 @@ func TestLayering(t *testing.T) {
 	}
 	graph := moduleImports(t)
 	containers := []string{"elfcore", "diskdump", "memimage", "vmcore", "extract", "."}
-	decoders := []string{"kallsyms", "modsyms", "bpfsyms", "btflayout", "printk", "unwind", "export", "crash", "oops"}
+	decoders := []string{"kallsyms", "modsyms", "bpfsyms", "btflayout", "printk", "unwind", "export", "crash", "oops", "tasks"}
 	rules := []struct {
 		pkgs   []string
 		banned []string // nil: nothing of ours at all

@@ -14,6 +14,7 @@ import (
 	"github.com/kdumpsyms/kdumpsyms/memory"
 	"github.com/kdumpsyms/kdumpsyms/modsyms"
 	"github.com/kdumpsyms/kdumpsyms/symfinder"
+	"github.com/kdumpsyms/kdumpsyms/tasks"
 	"github.com/kdumpsyms/kdumpsyms/vmcore"
 )
 
@@ -71,7 +72,9 @@ type Session struct {
 	pseudoSt pseudoState // ftrace, bpf, kprobes (session_bpf.go)
 
 	orcSt orcState // the modules' ORC tables (session_unwind.go)
-	armSt armState // 32-bit ARM unwind tables (session_armunwind.go)
+
+	tasksOnce func() (*tasks.List, error) // session_tasks.go
+	armSt     armState                    // 32-bit ARM unwind tables (session_armunwind.go)
 }
 
 // kernelMem is the kernel's memory and the machine description settled

@@ -108,9 +108,9 @@ func (s *Selection) Pages() []uint64 {
 
 // Record opens the dump in paths with opt, decodes everything (the
 // session's Stages: the kernel address space, kallsyms, BTF and modules,
-// then every finder's All; then the kernel log, each CPU's stack and the
-// page tables that map the module symbols), and returns the pages each
-// stage read. Stages that fail are reported in their Consumer's Err and
+// then every finder's All; then the kernel log, each CPU's stack, the
+// task list and the page tables that map the module symbols), and returns
+// the pages each stage read. Stages that fail are reported in their Consumer's Err and
 // the others still run, except that a failure caused by corrupt data
 // (memory.ErrCorrupt) in one of the session's stages is returned as the
 // error: an extract must not silently lose what a reader of the full dump
@@ -213,6 +213,22 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 			if t, _, err := sess.ARMTables(); err == nil && t.LoadModules != nil {
 				t.LoadModules()
 			}
+		}
+		return nil
+	})
+	// Every task (kdump-syms ps) and its stack (bt), so that they read on
+	// the extract as on the original. Like the stacks, best effort: a dump
+	// whose layouts lack task_struct (no BTF) has no task list to keep,
+	// and ps on the extract reports what it reports on the original.
+	stage("tasks", func() error {
+		list, err := sess.Tasks()
+		if err != nil {
+			return nil
+		}
+		// And each task's stack (kdump-syms bt), on the architectures
+		// it is unwound on.
+		for i := range list.Tasks {
+			sess.TaskStack(&list.Tasks[i])
 		}
 		return nil
 	})

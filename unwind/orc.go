@@ -419,18 +419,13 @@ func (w *orcWalker) decode(t orcTable, i uint64) (orcEntry, error) {
 // way recover.go describes, and the frame found that way carries a
 // Recovery saying how; where none is found, the stop says why.
 func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, Stop) {
-	opt.setLimits()
 	if len(regs) < nRegs {
 		return nil, Stop{Err: fmt.Errorf("unwind: %d registers, want %d: %w", len(regs), nRegs, ErrBadFrame)}
 	}
-	if t.IPStop < t.IPStart || (t.IPStop-t.IPStart)%4 != 0 || (t.IPStop-t.IPStart)/4 == 0 || (t.IPStop-t.IPStart)/4 > maxORCEntries {
-		return nil, Stop{Err: fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x) is not a table of 1 to %d entries: %w", t.IPStart, t.IPStop, maxORCEntries, ErrBadFrame)}
-	}
-	format, err := t.format()
+	w, err := newORCWalker(kmem, t, opt)
 	if err != nil {
 		return nil, Stop{Err: err}
 	}
-	w := &orcWalker{kmem: kmem, t: t, format: format, n: (t.IPStop - t.IPStart) / 4, opt: opt}
 	st := orcState{ip: regs[regIP], sp: regs[regSP], bp: regs[regBP], haveFull: true, signal: true}
 	copy(st.full[:], regs)
 	frames := []Frame{{PC: st.ip}}
@@ -442,6 +437,33 @@ func ORC(kmem memory.Reader, regs []uint64, t ORCTables, opt Options) ([]Frame, 
 		return w.recover(st, err)
 	}
 	return w.walk(frames, st, 0)
+}
+
+func newORCWalker(kmem memory.Reader, t ORCTables, opt Options) (*orcWalker, error) {
+	opt.setLimits()
+	if t.IPStop < t.IPStart || (t.IPStop-t.IPStart)%4 != 0 || (t.IPStop-t.IPStart)/4 == 0 || (t.IPStop-t.IPStart)/4 > maxORCEntries {
+		return nil, fmt.Errorf("unwind: orc_unwind_ip [%#x, %#x) is not a table of 1 to %d entries: %w", t.IPStart, t.IPStop, maxORCEntries, ErrBadFrame)
+	}
+	format, err := t.format()
+	if err != nil {
+		return nil, err
+	}
+	return &orcWalker{kmem: kmem, t: t, format: format, n: (t.IPStop - t.IPStart) / 4, opt: opt}, nil
+}
+
+// ORCSwitched walks the stack of an x86_64 task that is switched out,
+// from what __switch_to_asm left at its thread.sp (struct
+// inactive_task_frame): ip is the frame's ret_addr, a return address into
+// the scheduler, sp the stack pointer above the frame and bp the frame's
+// saved bp, as the kernel's unwind_start does for a task other than
+// current (arch/x86/kernel/unwind_orc.c, 6.1 and 6.12). The first frame
+// is ip; the walk goes on as ORC's.
+func ORCSwitched(kmem memory.Reader, ip, sp, bp uint64, t ORCTables, opt Options) ([]Frame, Stop) {
+	w, err := newORCWalker(kmem, t, opt)
+	if err != nil {
+		return nil, Stop{Err: err}
+	}
+	return w.walk([]Frame{{PC: ip}}, orcState{ip: ip, sp: sp, bp: bp}, 0)
 }
 
 // orcState is where a walk is: the frame's address, stack and frame

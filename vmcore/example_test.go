@@ -25,7 +25,7 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	const xfsModule = 0xffffffffc05f0ac0
+	const xfsModule = 0xffffffffc053eac0
 	name, err := memory.CString(kmem, xfsModule+24, 56)
 	if err != nil {
 		log.Fatal(err)

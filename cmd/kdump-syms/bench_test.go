@@ -49,6 +49,14 @@ func BenchmarkInfoNoSymbols(b *testing.B) { benchCLI(b, "info", "--format", "jso
 // symbolized. The issue's target is 60 ms.
 func BenchmarkPanic(b *testing.B) { benchCLI(b, "panic") }
 
+// BenchmarkPs: every task, end to end. The issue's target is 30 ms for
+// about 100 tasks on the largest corpus dump's zlib kdump file.
+func BenchmarkPs(b *testing.B) { benchCLI(b, "ps") }
+
+// BenchmarkBt: every task's stack, end to end. The issue's target is 150
+// ms for about 100 tasks on the largest corpus dump's zlib kdump file.
+func BenchmarkBt(b *testing.B) { benchCLI(b, "bt", "--all") }
+
 // BenchmarkAll is `kdump-syms all` end to end on every container of the
 // largest corpus kernel: the command bench/drgn-paired times against drgn
 // (with KDUMP_SYMS_CORPUS, on the full dumps).

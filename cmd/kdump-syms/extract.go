@@ -21,6 +21,7 @@ var consumerWhy = map[string]string{
 	"finders":     "other finders' All (BPF, ftrace, kprobes)",
 	"printk":      "the kernel log (descriptors, infos and text of the printk ring)",
 	"stacks":      "each CPU's stack frames and the unwind tables the walk reads",
+	"tasks":       "the task list (ps) and each task's stack (bt; x86_64, arm64)",
 	"page tables": "page tables mapping every module, BPF and trampoline symbol",
 	"keep":        "--keep ranges",
 }

@@ -18,6 +18,8 @@ var examples = map[string]string{
 	"name":    "kdump-syms name --glob vmcore 'tcp_v4_*'",
 	"info":    "kdump-syms info vmcore",
 	"modules": "kdump-syms modules vmcore",
+	"ps":      "kdump-syms ps vmcore; kdump-syms ps --format json vmcore",
+	"bt":      "kdump-syms bt --state D vmcore; kdump-syms bt vmcore 1 152",
 	"extract": "kdump-syms extract -o small.elf vmcore",
 	"export":  "kdump-syms export --format elf -o syms vmcore; gdb -ex 'symbol-file syms/vmlinux.syms' -ex 'add-symbol-file syms/xfs.ko.syms'; kdump-syms export --format isf -o isf/linux/k.json image.lime; vol -s isf -f image.lime linux.pslist",
 }

@@ -38,6 +38,8 @@ Usage:
   kdump-syms dmesg   [flags] VMCORE            the kernel log, as dmesg prints it
   kdump-syms vmcoreinfo [flags] VMCORE [KEY...] the VMCOREINFO note, or the values of KEYs
   kdump-syms panic   [flags] VMCORE            the panic report, the crashing CPU, every CPU's registers
+  kdump-syms ps      [flags] VMCORE            every task (threads, idle tasks) with PID, PPID, CPU, state, comm
+  kdump-syms bt      [flags] VMCORE [PID...]   each task's kernel stack, identical ones grouped (--state D; x86_64)
   kdump-syms extract [flags] -o OUT VMCORE     a small dump holding only what decoding reads
   kdump-syms export  [flags] -o DIR VMCORE     ELF symbol files for gdb, nm, readelf (--format elf),
                                               or -o FILE a volatility3 symbol table (--format isf)
@@ -57,6 +59,8 @@ Examples:
   kdump-syms name --glob vmcore 'tcp_v4_*'
   kdump-syms info vmcore
   kdump-syms modules vmcore
+  kdump-syms ps vmcore
+  kdump-syms bt --state D vmcore
   kdump-syms extract -o small.elf vmcore
   kdump-syms export --format elf -o syms vmcore
   kdump-syms export --format isf -o syms/linux/kernel.json vmcore
@@ -230,6 +234,10 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return cmdVMCOREINFO(args, stdout, stderr)
 	case "panic":
 		return cmdPanic(args, stdout, stderr)
+	case "ps":
+		return cmdPs(args, stdout, stderr)
+	case "bt":
+		return cmdBt(args, stdout, stderr)
 	}
 	if s := suggest(cmd); s != "" {
 		return usagef("unknown command %q; did you mean %q? (kdump-syms --help lists the commands)", cmd, s)
