@@ -193,6 +193,7 @@ func kaslrOf(t *testing.T, dump string) (uint64, bool) {
 // line rebuilt from the object equals the text line), unknowns as null
 // with why.
 func TestIssue28JSON(t *testing.T) {
+	testutil.SkipShort(t, "an output format of modules and addr over the decoding TestReverseAndModules and the modules corpus tests check")
 	t.Parallel()
 	for _, c := range sampleDumps(t, "deb13-6.12-amd64", "deb14-7.2-armhf") {
 		t.Run(c.g.Name, func(t *testing.T) {
@@ -288,16 +289,19 @@ func TestIssue28SystemMapNeedsOffset(t *testing.T) {
 			continue
 		}
 		paths, _ := g.DumpPaths(f)
-		code, stdout, stderr := runCLI("all", "--format", "system.map", paths[0])
-		if !tc.ok {
-			assert.Equal(t, exitError, code, tc.guest)
-			assert.Contains(t, stderr, "KASLR offset is unknown", tc.guest)
-			assert.Empty(t, stdout, tc.guest)
+		s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
+		require.NoError(t, err)
+		off, known := s.KASLROffset()
+		s.Close()
+		assert.Equal(t, tc.ok, known, tc.guest)
+		if tc.ok {
+			assert.Zero(t, off, tc.guest) // neither kernel has KASLR
 			continue
 		}
-		require.Equal(t, exitOK, code, "%s: %s", tc.guest, stderr)
-		st := truthSymbol(t, g, "", "_stext")
-		assert.Contains(t, stdout, fmt.Sprintf("%0*x T _stext\n", 2*g.PtrSize(), st.Addr), tc.guest)
+		code, stdout, stderr := runCLI("all", "--format", "system.map", paths[0])
+		assert.Equal(t, exitError, code, tc.guest)
+		assert.Contains(t, stderr, "KASLR offset is unknown", tc.guest)
+		assert.Empty(t, stdout, tc.guest)
 	}
 }
 
@@ -306,6 +310,7 @@ func TestIssue28SystemMapNeedsOffset(t *testing.T) {
 // byte for byte the guest's /proc/kallsyms; JSON names each answer's
 // source.
 func TestIssue28FileOverlap(t *testing.T) {
+	testutil.SkipShort(t, "a file finder beside the dump's; TestReverseAndModules reads the dump's own")
 	t.Parallel()
 	g, dump := guestWithXFS(t)
 	file := filepath.Join(t.TempDir(), "kallsyms")
