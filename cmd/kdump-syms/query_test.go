@@ -321,6 +321,9 @@ func TestIssue28FileOverlap(t *testing.T) {
 	code, stdout, stderr = runCLI("addr", "--format", "json", "--finders", "kallsyms-file,kallsyms", "--kallsyms", file, dump, "vfs_write")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, `"source":"kallsyms-file"`)
+	code, stdout, stderr = runCLI("addr", "-v", "--kallsyms", file, dump, "vfs_write")
+	require.Equal(t, exitOK, code, stderr)
+	assert.True(t, strings.HasSuffix(stdout, "\t(kallsyms)\n"), stdout)
 }
 
 // TestIssue28ModulesUsersHole: on a copy of a real dump with the page of a

@@ -645,6 +645,11 @@ func cmdAddr(args []string, stdinText io.Reader, stdout, stderr io.Writer) error
 					}
 					continue
 				}
+				if c.rep.verbose && sym.Finder != "" {
+					// -v: which finder answered (the dump's or a file's).
+					fmt.Fprintf(stdout, "%0*x %s\t(%s)\n", digits, addr, format(sym, addr), sym.Finder)
+					continue
+				}
 				fmt.Fprintf(stdout, "%0*x %s\n", digits, addr, format(sym, addr))
 			}
 		}
