@@ -178,7 +178,7 @@ func Record(opt kdumpsyms.Options, paths ...string) (*Selection, error) {
 		}
 		switch st.Name {
 		case kdumpsyms.StageKallsyms:
-			if k, err := sess.Kallsyms(); err == nil && k.Layout.Source == "scan" {
+			if k, err := sess.Kallsyms(); err == nil && k.Layout.Source == kallsyms.SourceScan {
 				sel.trimScan(&k.Layout, opt.Kallsyms)
 			}
 			if k, err := sess.Kallsyms(); err == nil {

@@ -68,7 +68,7 @@ func TestCorpus(t *testing.T) {
 						res, err := Load(k, info, o)
 						require.NoError(t, err, mode)
 						t.Logf("%s: %v\n%s", mode, time.Since(start), res.Describe())
-						require.Equal(t, mode, res.Layout.Source)
+						require.Equal(t, Source(mode), res.Layout.Source)
 						checkLines(t, want, res.Index, mode)
 						whole = res
 					}

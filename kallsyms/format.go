@@ -56,14 +56,31 @@ type Region struct {
 	Addr, Size uint64
 }
 
+// Source says where Load found the tables' addresses.
+type Source string
+
+const (
+	SourceVMCOREINFO Source = "vmcoreinfo" // VMCOREINFO's SYMBOL() lines
+	SourceOptions    Source = "options"    // Options.Tables
+	SourceScan       Source = "scan"       // a scan of the kernel image
+)
+
+// Order is the order in which scripts/kallsyms emitted the tables.
+type Order string
+
+const (
+	OrderV46 Order = "v4.6" // addresses before num_syms
+	OrderV62 Order = "v6.2" // seqs_of_names between markers and token_table (also 6.1.y)
+	OrderV64 Order = "v6.4" // addresses after token_index
+)
+
 // Layout says where the tables are and how they are encoded, as Load found
 // them. Reads always go through the Reader given to Load; the regions are
 // for callers that want to keep or extract the pages.
 type Layout struct {
-	// Source is "vmcoreinfo" when the table addresses came from
-	// VMCOREINFO, "options" when from Options.Tables, "scan" when the
-	// kernel image was scanned (ScanHit is then the token table found).
-	Source  string
+	// Source says where the table addresses came from (ScanHit is the
+	// token table found when it is SourceScan).
+	Source  Source
 	ScanHit uint64
 
 	// Target holds the byte order and pointer size the tables were
@@ -76,10 +93,8 @@ type Layout struct {
 	// RelativeBase is the value of kallsyms_relative_base where the
 	// encoding uses one.
 	RelativeBase uint64
-	// Order names the emission order found: "v4.6" (addresses before
-	// num_syms), "v6.2" (seqs_of_names between markers and token_table;
-	// also 6.1.y), "v6.4" (addresses after token_index).
-	Order string
+	// Order is the emission order found (OrderV46, OrderV62, OrderV64).
+	Order Order
 
 	NumSymsTable   Region
 	Names          Region
@@ -95,8 +110,8 @@ type Layout struct {
 // Describe summarises the layout on a few lines for an info command.
 func (l *Layout) Describe() string {
 	var b strings.Builder
-	src := l.Source
-	if l.Source == "scan" {
+	src := string(l.Source)
+	if l.Source == SourceScan {
 		src = fmt.Sprintf("scan at %#x", l.ScanHit)
 	}
 	fmt.Fprintf(&b, "kallsyms: %d symbols, located by %s\n", l.NumSyms, src)

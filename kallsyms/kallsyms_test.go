@@ -96,7 +96,7 @@ func TestLoadGenerations(t *testing.T) {
 					}
 					res, err := Load(s.mem, mode.info, mode.opt)
 					require.NoError(t, err)
-					assert.Equal(t, mode.src, res.Layout.Source)
+					assert.Equal(t, Source(mode.src), res.Layout.Source)
 					assert.Equal(t, g.enc, res.Layout.Encoding, res.Describe())
 					assert.Equal(t, len(s.syms), res.Layout.NumSyms)
 					assert.Equal(t, s.labels["kallsyms_markers"], res.Layout.Markers.Addr)
@@ -331,7 +331,7 @@ func TestScanSmallWindowAllocs(t *testing.T) {
 	res, err := Load(s.mem, s.infoBare, opt)
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
-	require.Equal(t, "scan", res.Layout.Source)
+	require.Equal(t, SourceScan, res.Layout.Source)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated by a scan of a %d-byte image", len(s.mem.data))
 }
 

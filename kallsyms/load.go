@@ -78,7 +78,7 @@ func open(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*tables, erro
 	a := opt.Tables
 	switch {
 	case a.Names != 0 && a.TokenTable != 0 && a.TokenIndex != 0:
-		l, err = fromAddrs(kmem, c, a, "options")
+		l, err = fromAddrs(kmem, c, a, SourceOptions)
 	case hasVmcoreinfoTables(info):
 		for _, s := range []struct {
 			p    *uint64
@@ -93,7 +93,7 @@ func open(kmem memory.Reader, info *vmcoreinfo.Info, opt Options) (*tables, erro
 				*s.p, _ = info.Symbol(s.name)
 			}
 		}
-		l, err = fromAddrs(kmem, c, a, "vmcoreinfo")
+		l, err = fromAddrs(kmem, c, a, SourceVMCOREINFO)
 	case opt.NoScan:
 		return nil, fmt.Errorf("%w: SYMBOL(kallsyms_names), SYMBOL(kallsyms_token_table) or SYMBOL(kallsyms_token_index), and scanning is off", ErrMissingInfo)
 	default:
@@ -291,7 +291,7 @@ func choose(l *located, info *vmcoreinfo.Info) error {
 		t.lay.RelativeBaseAt = Region{p.c.relBase, uint64(t.lay.PtrSize)}
 		t.lay.RelativeBase = p.base
 	}
-	t.lay.Order = p.c.order
+	t.lay.Order = Order(p.c.order)
 	seqs := l.seqs
 	if p.c.seqs != 0 {
 		seqs = p.c.seqs

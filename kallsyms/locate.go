@@ -271,7 +271,7 @@ func checkMarkers(r memory.Reader, bo binary.ByteOrder, names, ms uint64, msz in
 // fromAddrs locates the tables from known addresses (VMCOREINFO or
 // Options.Tables): token_table, token_index, names, and optionally the
 // others.
-func fromAddrs(r memory.Reader, c config, a TableAddrs, src string) (*located, error) {
+func fromAddrs(r memory.Reader, c config, a TableAddrs, src Source) (*located, error) {
 	tok, bo, ttSize, err := readTokens(r, c.bo, a.TokenTable, a.TokenIndex)
 	if err != nil {
 		return nil, err

@@ -171,7 +171,7 @@ func tryHit(r memory.Reader, c config, imgStart, hit uint64) (l *located, deep b
 			}
 			t := l.t
 			t.tok = tok
-			t.lay.Source, t.lay.ScanHit = "scan", tt
+			t.lay.Source, t.lay.ScanHit = SourceScan, tt
 			t.lay.TokenTable = Region{tt, ttSize}
 			t.lay.TokenIndex = Region{ti, tokenIndexSize}
 			l.cands = addrCands(l, TableAddrs{})

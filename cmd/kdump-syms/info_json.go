@@ -148,7 +148,7 @@ func symbolReport(s *kdumpsyms.Session, r *infoReport) {
 	if kallErr != nil {
 		r.Kallsyms.Error = kallErr.Error()
 	} else {
-		r.Kallsyms.Source = kall.Layout.Source
+		r.Kallsyms.Source = string(kall.Layout.Source)
 		r.Kallsyms.Describe = strings.ReplaceAll(kall.Describe(), "kallsyms: ", "")
 	}
 	r.Modules = &moduleReport{unavailable: set == nil}
