@@ -455,11 +455,11 @@ func (d *Dump) ReadAt(p []byte, paddr uint64) (int, error) {
 	for n < len(p) {
 		a := paddr + uint64(n)
 		if a < paddr {
-			return n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
+			return n, memory.Fault(a, memory.SpacePhysical, "address wraps", memory.ErrNotSaved)
 		}
 		pg, err := d.page(a >> d.shift)
 		if err != nil {
-			return n, &memory.FaultError{Addr: a, Space: "physical", Err: err}
+			return n, &memory.FaultError{Addr: a, Space: memory.SpacePhysical, Err: err}
 		}
 		n += copy(p[n:], pg[a&(bs-1):])
 	}
@@ -504,7 +504,9 @@ type pageJob struct {
 func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
 	bs := uint64(1) << d.shift
 	n := 0
-	fault := func(a uint64, err error) error { return &memory.FaultError{Addr: a, Space: "physical", Err: err} }
+	fault := func(a uint64, err error) error {
+		return &memory.FaultError{Addr: a, Space: memory.SpacePhysical, Err: err}
+	}
 	// A partial first page.
 	if off := paddr & (bs - 1); off != 0 {
 		pg, err := d.page(paddr >> d.shift)
@@ -521,7 +523,7 @@ func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
 		for uint64(len(p)-n) >= bs && len(jobs) < maxBatch {
 			a := paddr + uint64(n)
 			if a < paddr {
-				stop, stopErr = n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
+				stop, stopErr = n, memory.Fault(a, memory.SpacePhysical, "address wraps", memory.ErrNotSaved)
 				break
 			}
 			pfn := a >> d.shift
@@ -555,7 +557,7 @@ func (d *Dump) readMany(p []byte, paddr uint64) (int, error) {
 	if n < len(p) {
 		a := paddr + uint64(n)
 		if a < paddr {
-			return n, memory.Fault(a, "physical", "address wraps", memory.ErrNotSaved)
+			return n, memory.Fault(a, memory.SpacePhysical, "address wraps", memory.ErrNotSaved)
 		}
 		pg, err := d.page(a >> d.shift)
 		if err != nil {

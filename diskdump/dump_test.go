@@ -66,7 +66,7 @@ func checkPages(t *testing.T, d *Dump, b *builder, present func(uint64) bool) {
 				require.ErrorIs(t, err, memory.ErrNotSaved, "pfn %#x", pfn)
 				require.ErrorAs(t, err, &fe)
 				require.Equal(t, paddr, fe.Addr)
-				require.Equal(t, "physical", fe.Space)
+				require.Equal(t, memory.SpacePhysical, fe.Space)
 				require.Zero(t, n)
 				t.Fatalf("pfn %#x: read %d bytes, %v", pfn, n, err)
 			}

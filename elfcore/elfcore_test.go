@@ -195,7 +195,7 @@ func TestPhysicalReads(t *testing.T) {
 		var fe *memory.FaultError
 		require.ErrorAs(t, err, &fe)
 		assert.Equal(t, uint64(0x4000), fe.Addr)
-		assert.Equal(t, "physical", fe.Space)
+		assert.Equal(t, memory.SpacePhysical, fe.Space)
 		assert.ErrorIs(t, err, memory.ErrNotSaved)
 	})
 	t.Run("below", func(t *testing.T) {

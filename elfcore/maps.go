@@ -12,7 +12,7 @@ import (
 // touches only starts.
 type segMap struct {
 	f      *File
-	space  string
+	space  memory.Space
 	starts []uint64
 	pieces []piece
 }
@@ -68,9 +68,9 @@ func (f *File) buildMaps() {
 			virt = append(virt, entry{s.Vaddr, last, i})
 		}
 	}
-	f.phys = f.flatten(phys, "physical")
+	f.phys = f.flatten(phys, memory.SpacePhysical)
 	if !allVZero && !allVEqP && len(virt) > 0 {
-		f.virt = f.flatten(virt, "virtual")
+		f.virt = f.flatten(virt, memory.SpaceVirtual)
 	}
 }
 
@@ -79,7 +79,7 @@ func (f *File) buildMaps() {
 // p_memsz), wherever either starts: a tail is memory the producer did not
 // save, so it must not hide memory another segment did save. Among bytes
 // of the same kind the lowest start wins, then program header order.
-func (f *File) flatten(es []entry, space string) *segMap {
+func (f *File) flatten(es []entry, space memory.Space) *segMap {
 	var data, tails []entry
 	for _, e := range es {
 		fz := f.segs[e.seg].Filesz
@@ -101,7 +101,7 @@ func (f *File) flatten(es []entry, space string) *segMap {
 	for i, sp := range all {
 		s := f.segs[sp.seg]
 		base := s.Paddr
-		if space == "virtual" {
+		if space == memory.SpaceVirtual {
 			base = s.Vaddr
 		}
 		m.starts[i] = sp.start
@@ -181,7 +181,7 @@ func (f *File) Physical() memory.Reader { return f.phys }
 
 // Virtual returns a reader over the virtual addresses the producer wrote in
 // p_vaddr, and whether there are any (see the package documentation). Its
-// errors are as for Physical, with Space "virtual".
+// errors are as for Physical, with Space memory.SpaceVirtual.
 func (f *File) Virtual() (memory.Reader, bool) {
 	if f.virt == nil {
 		return nil, false

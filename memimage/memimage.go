@@ -370,14 +370,14 @@ func (f *File) readAt(p []byte, addr uint64) (int, error) {
 	for done < len(p) {
 		a := addr + uint64(done)
 		if done > 0 && a == 0 {
-			return done, memory.Fault(a, "physical", "read past the end of the address space", memory.ErrCorrupt)
+			return done, memory.Fault(a, memory.SpacePhysical, "read past the end of the address space", memory.ErrCorrupt)
 		}
 		i, found := slices.BinarySearch(f.starts, a)
 		if !found {
 			i--
 		}
 		if i < 0 || a > f.pieces[i].last {
-			return done, memory.Fault(a, "physical", "", memory.ErrNotSaved)
+			return done, memory.Fault(a, memory.SpacePhysical, "", memory.ErrNotSaved)
 		}
 		pc := &f.pieces[i]
 		n := len(p) - done
@@ -387,11 +387,11 @@ func (f *File) readAt(p []byte, addr uint64) (int, error) {
 		within := a - pc.start
 		if pc.kind == plainPiece {
 			if _, err := f.r.ReadAt(p[done:done+n], pc.off+int64(within)); err != nil {
-				return done, memory.Fault(a, "physical", fmt.Sprintf("reading file offset %#x", pc.off+int64(within)), err)
+				return done, memory.Fault(a, memory.SpacePhysical, fmt.Sprintf("reading file offset %#x", pc.off+int64(within)), err)
 			}
 		} else {
 			if err := f.readChunk(i, p[done:done+n], within); err != nil {
-				return done, memory.Fault(a, "physical", "", err)
+				return done, memory.Fault(a, memory.SpacePhysical, "", err)
 			}
 		}
 		done += n

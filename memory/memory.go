@@ -29,16 +29,25 @@ var ErrNotSaved error = &classError{"page not present in dump", ClassNotSaved}
 // indicates a damaged, truncated or crafted file.
 var ErrCorrupt error = &classError{"corrupt dump data", ClassCorrupt}
 
+// Space names an address space a fault happened in.
+type Space string
+
+const (
+	SpacePhysical      Space = "physical"       // the dump's physical memory
+	SpaceKernelVirtual Space = "kernel virtual" // translated kernel addresses
+	SpaceVirtual       Space = "virtual"        // an ELF core's own virtual map (p_vaddr)
+)
+
 // FaultError reports a read that failed at Addr.
 //
-// Space names the address space ("physical", "kernel virtual", ...), Op what
+// Space names the address space (SpacePhysical, SpaceKernelVirtual, ...), Op what
 // was being done when the read failed (for example "pud entry" during a
 // page-table walk, or "page descriptor for pfn 0x1234"); both may be empty.
 // Err is the cause: ErrNotSaved, ErrCorrupt, an I/O error, or another
 // *FaultError from the layer below.
 type FaultError struct {
 	Addr  uint64
-	Space string
+	Space Space
 	Op    string
 	Err   error
 }
@@ -46,7 +55,7 @@ type FaultError struct {
 func (e *FaultError) Error() string {
 	s := "memory"
 	if e.Space != "" {
-		s = e.Space + " memory"
+		s = string(e.Space) + " memory"
 	}
 	s += fmt.Sprintf(" at %#x", e.Addr)
 	if e.Op != "" {
@@ -62,7 +71,7 @@ func (e *FaultError) Error() string {
 func (e *FaultError) Unwrap() error { return e.Err }
 
 // Fault is shorthand for &FaultError{Addr: addr, Space: space, Op: op, Err: err}.
-func Fault(addr uint64, space, op string, err error) *FaultError {
+func Fault(addr uint64, space Space, op string, err error) *FaultError {
 	return &FaultError{Addr: addr, Space: space, Op: op, Err: err}
 }
 

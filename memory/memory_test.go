@@ -52,7 +52,7 @@ func TestReadHelpers(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	assert.EqualValues(t, 0x100c, fe.Addr)
 	assert.ErrorIs(t, err, ErrNotSaved)
-	assert.Equal(t, "test", fe.Space)
+	assert.Equal(t, Space("test"), fe.Space)
 	errshape.Require(t, err, "0x100c") // one line, naming the address
 
 	err = ReadFull(m, make([]byte, 16), ^uint64(0)-3)

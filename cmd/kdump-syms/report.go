@@ -149,7 +149,7 @@ func missingPage(err error) (uint64, bool) {
 	var page uint64
 	found := false
 	for e := err; e != nil; e = errors.Unwrap(e) {
-		if fe, ok := e.(*memory.FaultError); ok && fe.Space == "physical" {
+		if fe, ok := e.(*memory.FaultError); ok && fe.Space == memory.SpacePhysical {
 			page, found = fe.Addr>>12, true
 		}
 	}

@@ -11,8 +11,8 @@ import (
 // an unsaved page of a dump does (a *memory.FaultError wrapping
 // memory.ErrNotSaved). Multi-byte values are little-endian.
 type SparseMemory struct {
-	// Space names the address space in faults ("kernel virtual" when empty).
-	Space string
+	// Space names the address space in faults (memory.SpaceKernelVirtual when empty).
+	Space memory.Space
 	Pages map[uint64][]byte
 }
 
@@ -65,7 +65,7 @@ func (m *SparseMemory) ReadAt(p []byte, addr uint64) (int, error) {
 		if page == nil {
 			space := m.Space
 			if space == "" {
-				space = "kernel virtual"
+				space = memory.SpaceKernelVirtual
 			}
 			return n, memory.Fault(a, space, "", memory.ErrNotSaved)
 		}

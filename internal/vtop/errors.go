@@ -14,7 +14,7 @@ import (
 var ErrNotMapped = errors.New("vtop: address not mapped")
 
 // space is FaultError.Space for every fault this package reports.
-const space = "kernel virtual"
+const space = memory.SpaceKernelVirtual
 
 // EntryError reports the page-table entry where a walk stopped: the
 // *memory.FaultError of the virtual address wraps it. Err is why: a fault

@@ -147,7 +147,7 @@ func walkFault(t *testing.T, err error, va uint64, level string) *EntryError {
 	var fe *memory.FaultError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, va, fe.Addr)
-	assert.Equal(t, "kernel virtual", fe.Space)
+	assert.Equal(t, memory.SpaceKernelVirtual, fe.Space)
 	var ee *EntryError
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, level, ee.Level)

@@ -142,7 +142,7 @@ func TestX86_64Faults(t *testing.T) {
 	var fe *memory.FaultError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, vm+0x1000, fe.Addr)
-	assert.Equal(t, "kernel virtual", fe.Space)
+	assert.Equal(t, memory.SpaceKernelVirtual, fe.Space)
 	ee := walkFault(t, err, vm+0x1000, "pte")
 	assert.True(t, ee.Read)
 	assert.Equal(t, "not present", ee.What)
