@@ -51,11 +51,20 @@ type FileMismatchError struct {
 	FileAddr, DumpAddr uint64
 	// Disagree of Sampled global functions found in both disagree.
 	Disagree, Sampled int
+	// OneShift reports that every sampled function is off by the same
+	// Shift (dump minus file): the same build at another KASLR offset,
+	// for instance a System.map of a kernel whose dump gives no offset.
+	Shift    uint64
+	OneShift bool
 }
 
 func (e *FileMismatchError) Error() string {
-	return fmt.Sprintf("kdumpsyms: %s does not match this dump: %s is at %#x in it, at %#x in the dump's kallsyms (%d of %d sampled functions disagree)",
+	msg := fmt.Sprintf("kdumpsyms: %s does not match this dump: %s is at %#x in it, at %#x in the dump's kallsyms (%d of %d sampled functions disagree",
 		e.Path, e.Name, e.FileAddr, e.DumpAddr, e.Disagree, e.Sampled)
+	if e.OneShift {
+		msg += fmt.Sprintf(", every one by %#x: the same build at another KASLR offset?", e.Shift)
+	}
+	return msg + ")"
 }
 
 // Is reports memory.ErrCorrupt.

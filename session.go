@@ -201,12 +201,20 @@ func (s *Session) checkedFile(f symfinder.Finder, path string) symfinder.Finder 
 			}
 			e.Sampled++
 			if !slices.Contains(got, want.Addr) {
+				d := got[0] - want.Addr
+				if e.Disagree > 0 && slices.Contains(got, want.Addr+e.Shift) {
+					d = e.Shift // a name the kernel has twice: the one at that shift
+				}
 				if e.Disagree == 0 {
 					e.Name, e.FileAddr, e.DumpAddr = want.Name, want.Addr, got[0]
+					e.Shift, e.OneShift = d, true
+				} else if d != e.Shift {
+					e.OneShift = false
 				}
 				e.Disagree++
 			}
 		}
+		e.OneShift = e.OneShift && e.Disagree == e.Sampled && e.Sampled > 1
 		if e.Disagree > 0 {
 			return nil, e
 		}

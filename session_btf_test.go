@@ -1,8 +1,10 @@
 package kdumpsyms_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -241,4 +243,41 @@ func TestIssue29LookupMissIsShort(t *testing.T) {
 	for _, r := range roots {
 		assert.Same(t, roots[0], r)
 	}
+}
+
+// TestIssue28SymbolFileOneShift: a System.map whose every address is off
+// by one constant from the dump's (the same build at another KASLR
+// offset, as on i386, which writes no KERNELOFFSET) is refused with the
+// shift named, so the user knows what disagrees.
+func TestIssue28SymbolFileOneShift(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
+	f, ok := g.OneDump()
+	if !ok {
+		t.Skip("no dump of deb13-6.12-amd64")
+	}
+	paths, _ := g.DumpPaths(f)
+	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
+	require.NoError(t, err)
+	slide, ok := s.KASLROffset()
+	s.Close()
+	require.True(t, ok)
+	var b strings.Builder
+	for _, e := range g.Kallsyms(t) {
+		if e.Module == "" && e.Type != 'a' && e.Type != 'A' {
+			fmt.Fprintf(&b, "%016x %c %s\n", e.Addr-slide-0x200000, e.Type, e.Name)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "System.map")
+	require.NoError(t, os.WriteFile(file, []byte(b.String()), 0o644))
+	s, err = kdumpsyms.Open(kdumpsyms.Options{SystemMap: file}, paths...)
+	require.NoError(t, err)
+	defer s.Close()
+	fi, ok := s.Chain().Finder(kdumpsyms.FinderSystemMap)
+	require.True(t, ok)
+	err = fi.Find(symfinder.Query{Kind: symfinder.ByName, Name: "vfs_write"}, func(symfinder.Symbol) bool { return true })
+	var fe *kdumpsyms.FileMismatchError
+	require.ErrorAs(t, err, &fe)
+	assert.True(t, fe.OneShift)
+	assert.Equal(t, uint64(0x200000), fe.Shift)
+	assert.Contains(t, err.Error(), "every one by 0x200000")
 }
