@@ -66,6 +66,7 @@ type Session struct {
 	kallsyms func() (*kallsyms.Result, error)
 	modules  func() (*modsyms.Set, error)
 	crash    func() *crash.Facts
+	kaslr    func() (uint64, bool)
 
 	laySt layState // session_layout.go
 
@@ -127,8 +128,10 @@ func (s *Session) buildChain() (*symfinder.Chain, error) {
 			return nil, err
 		}
 	}
-	slide, _ := s.KASLROffset()
+	// A file's link-time addresses are shifted by the KASLR offset, found
+	// only when a file needs it (on riscv64 it decodes kallsyms).
 	if p := s.opt.VMLinux; p != "" {
+		slide, _ := s.KASLROffset()
 		ix, err := symfinder.OpenELFSymbols(p, slide)
 		if err != nil {
 			return nil, fmt.Errorf("kdumpsyms: vmlinux %s: %w", p, err)
@@ -138,6 +141,7 @@ func (s *Session) buildChain() (*symfinder.Chain, error) {
 		}
 	}
 	if p := s.opt.SystemMap; p != "" {
+		slide, _ := s.KASLROffset()
 		f, err := openFile(p, func(fh *os.File) (symfinder.Finder, error) {
 			return symfinder.ParseSystemMap(fh, FinderSystemMap, slide)
 		})
@@ -375,7 +379,9 @@ func (s *Session) Phase(name string, f func() error) error {
 // and _start, the image's first symbol (decoding kallsyms); on 32-bit ARM,
 // which has no KASLR, 0. It is unknown (false) elsewhere: i386 writes no
 // KERNELOFFSET although it randomizes.
-func (s *Session) KASLROffset() (uint64, bool) {
+func (s *Session) KASLROffset() (uint64, bool) { return s.kaslr() }
+
+func (s *Session) findKASLROffset() (uint64, bool) {
 	in := s.dump.Info()
 	if in == nil {
 		return 0, false

@@ -281,3 +281,24 @@ func TestIssue28SymbolFileOneShift(t *testing.T) {
 	assert.Equal(t, uint64(0x200000), fe.Shift)
 	assert.Contains(t, err.Error(), "every one by 0x200000")
 }
+
+// TestOpenDecodesNothing: opening a dump decodes no symbols, even where
+// finding the KASLR offset takes kallsyms (riscv64 6.12 writes no
+// KERNELOFFSET); the offset is found, once, when asked for.
+func TestOpenDecodesNothing(t *testing.T) {
+	g := testutil.CorpusGuestNamed(t, "deb13-6.12-riscv64")
+	f, ok := g.OneDump()
+	if !ok {
+		t.Skip("no dump of deb13-6.12-riscv64")
+	}
+	paths, _ := g.DumpPaths(f)
+	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Zero(t, phases(s, "kallsyms"), "Open decoded kallsyms")
+	off, ok := s.KASLROffset()
+	assert.True(t, ok)
+	assert.Zero(t, off)
+	_, _ = s.KASLROffset()
+	assert.Equal(t, 1, phases(s, "kallsyms"))
+}

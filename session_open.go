@@ -39,6 +39,7 @@ func newSession(opt Options, d *vmcore.Dump, st *Stats) (*Session, error) {
 	s.kallsyms = sync.OnceValues(s.loadKallsyms)
 	s.modules = sync.OnceValues(s.loadModules)
 	s.crash = sync.OnceValue(s.findCrash)
+	s.kaslr = sync.OnceValues(s.findKASLROffset)
 	s.tasksOnce = sync.OnceValues(s.listTasks)
 	var err error
 	if s.chain, err = s.buildChain(); err != nil {
