@@ -108,7 +108,10 @@ func TestPanicCorpus(t *testing.T) {
 				// The crashing CPU's stack lists, in order, the functions of
 				// the call trace the console printed from panic on (less
 				// the "?" guesses of x86's stack scan).
-				want := consoleTrace(text)
+				// From panic on (from vpanic where panic is not in it:
+				// 7.x's 32-bit ARM trace goes from vpanic to a wrong
+				// caller).
+				want := consoleTrace(text, "panic", "vpanic")
 				require.NotEmpty(t, want, "no call trace after panic on the console")
 				if g.ArchName() == "arm" {
 					// The kernel's unwind tables (docs/formats.md §12), and
@@ -194,14 +197,14 @@ var traceLine = regexp.MustCompile(`^\[[ 0-9.]+\] (?: |\[[0-9a-f]+\] \[[0-9a-f]+
 // ppcMSRIR is MSR[IR], instruction relocation: clear in real mode.
 const ppcMSRIR = 0x20
 
-// consoleTrace returns the functions of the console's call trace from
-// panic on (from vpanic on where panic is not in it: 7.x's 32-bit ARM
-// trace goes from vpanic to a wrong caller), skipping the entries x86
-// marks "?" (found by scanning the stack, not by unwinding).
-func consoleTrace(console string) []string {
+// consoleTrace returns the functions of the console's call trace from the
+// first of starts it holds (tried in that order) on, skipping the entries
+// x86 marks "?" (found by scanning the stack, not by unwinding); nil when
+// no trace holds any of them.
+func consoleTrace(console string, starts ...string) []string {
 	var block []string // the entries of the trace being read
 	from := func() []string {
-		for _, f := range []string{"panic", "vpanic"} {
+		for _, f := range starts {
 			if i := slices.Index(block, f); i >= 0 {
 				return block[i:]
 			}
