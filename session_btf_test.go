@@ -34,16 +34,7 @@ func phases(s *kdumpsyms.Session, name string) int {
 // holes (4 KiB frame numbers) read as not saved.
 func withHoles(holes map[uint64]bool) vmcore.Options {
 	return vmcore.Options{WrapPhysical: func(r memory.Reader) memory.Reader {
-		return memory.ReaderFunc(func(p []byte, addr uint64) (int, error) {
-			for off := uint64(0); off < uint64(len(p)); {
-				a := addr + off
-				if holes[a>>12] {
-					return int(off), memory.Fault(a, "physical", "test hole", memory.ErrNotSaved)
-				}
-				off += 4096 - a%4096
-			}
-			return r.ReadAt(p, addr)
-		})
+		return testutil.Holes(r, memory.SpacePhysical, holes)
 	}}
 }
 
@@ -118,11 +109,7 @@ func TestBTFFoundOnce(t *testing.T) {
 func TestIssue28ForeignBTF(t *testing.T) {
 	btfOf := func(name string) *btflayout.BTF {
 		g := testutil.CorpusGuestNamed(t, name)
-		f, ok := g.OneDump()
-		if !ok {
-			t.Skipf("no dump of %s", name)
-		}
-		paths, _ := g.DumpPaths(f)
+		paths := g.RequireOneDump(t)
 		s, err := kdumpsyms.Open(kdumpsyms.Options{}, paths...)
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
@@ -131,11 +118,7 @@ func TestIssue28ForeignBTF(t *testing.T) {
 		return b
 	}
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
-	f, ok := g.OneDump()
-	if !ok {
-		t.Skip("no dump of deb13-6.12-amd64")
-	}
-	paths, _ := g.DumpPaths(f)
+	paths := g.RequireOneDump(t)
 	for _, tc := range []struct {
 		guest string
 		fits  bool
@@ -166,11 +149,7 @@ func TestIssue28ForeignBTF(t *testing.T) {
 // a FileMismatchError naming a function and both addresses.
 func TestIssue28ForeignSymbolFile(t *testing.T) {
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
-	f, ok := g.OneDump()
-	if !ok {
-		t.Skip("no dump of deb13-6.12-amd64")
-	}
-	paths, _ := g.DumpPaths(f)
+	paths := g.RequireOneDump(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		guest string
@@ -209,11 +188,7 @@ func TestIssue28ForeignSymbolFile(t *testing.T) {
 // that finder, and the finder's error is kept once in Chain.Failures.
 func TestIssue29LookupMissIsShort(t *testing.T) {
 	g := testutil.CorpusGuestNamed(t, "deb14-7.2-armhf")
-	f, ok := g.OneDump()
-	if !ok {
-		t.Skip("no dump of deb14-7.2-armhf")
-	}
-	paths, _ := g.DumpPaths(f)
+	paths := g.RequireOneDump(t)
 	// No BTF in this kernel: with layouts from BTF only, modules cannot load.
 	s, err := kdumpsyms.Open(kdumpsyms.Options{Layouts: kdumpsyms.LayoutsBTF}, paths...)
 	require.NoError(t, err)
@@ -251,11 +226,7 @@ func TestIssue29LookupMissIsShort(t *testing.T) {
 // shift named, so the user knows what disagrees.
 func TestIssue28SymbolFileOneShift(t *testing.T) {
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
-	f, ok := g.OneDump()
-	if !ok {
-		t.Skip("no dump of deb13-6.12-amd64")
-	}
-	paths, _ := g.DumpPaths(f)
+	paths := g.RequireOneDump(t)
 	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
 	require.NoError(t, err)
 	slide, ok := s.KASLROffset()
@@ -287,11 +258,7 @@ func TestIssue28SymbolFileOneShift(t *testing.T) {
 // KERNELOFFSET); the offset is found, once, when asked for.
 func TestOpenDecodesNothing(t *testing.T) {
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-riscv64")
-	f, ok := g.OneDump()
-	if !ok {
-		t.Skip("no dump of deb13-6.12-riscv64")
-	}
-	paths, _ := g.DumpPaths(f)
+	paths := g.RequireOneDump(t)
 	s, err := kdumpsyms.Open(kdumpsyms.Options{Lazy: true}, paths...)
 	require.NoError(t, err)
 	defer s.Close()

@@ -216,25 +216,6 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// hidePage is kmem with one page not saved, as makedumpfile -d 31 leaves
-// out a page it judges free or a cache page.
-type hidePage struct {
-	kmem       memory.Reader
-	page, size uint64
-}
-
-func (h hidePage) ReadAt(p []byte, addr uint64) (int, error) {
-	end := addr + uint64(len(p))
-	if addr < h.page+h.size && end > h.page {
-		n := 0
-		if addr < h.page {
-			n, _ = h.kmem.ReadAt(p[:h.page-addr], addr)
-		}
-		return n, &memory.FaultError{Addr: max(addr, h.page), Err: memory.ErrNotSaved}
-	}
-	return h.kmem.ReadAt(p, addr)
-}
-
 // TestIssue28UsersUnread: a module whose users list (struct module_use) is
 // on a page the dump lacks keeps the users read before the break, says the
 // rest are unknown with the page (DepsErr), and its symbols are unharmed;
@@ -242,11 +223,7 @@ func (h hidePage) ReadAt(p []byte, addr uint64) (int, error) {
 // (makedumpfile -d 31) /proc/modules said "btrfs,xfs," and kdump-syms "-".
 func TestIssue28UsersUnread(t *testing.T) {
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
-	f, ok := g.OneDump()
-	if !ok {
-		t.Skip("no dump of deb13-6.12-amd64")
-	}
-	paths, _ := g.DumpPaths(f)
+	paths := g.RequireOneDump(t)
 	d, err := vmcore.Open(paths...)
 	require.NoError(t, err)
 	defer d.Close()
@@ -281,7 +258,7 @@ func TestIssue28UsersUnread(t *testing.T) {
 		if page == (first-useList.Offset)&^4095 {
 			continue // both on one page: nothing is read before the break
 		}
-		got, err := Load(hidePage{kmem: k, page: page, size: 4096}, syms, opt)
+		got, err := Load(testutil.Holes(k, memory.SpaceKernelVirtual, map[uint64]bool{page >> 12: true}), syms, opt)
 		require.NoError(t, err, "the symbols do not depend on the users list")
 		gm, ok := got.Module(m.Name)
 		require.True(t, ok)

@@ -117,11 +117,7 @@ func TestInfoCheck(t *testing.T) {
 // with an InfoMismatchError naming its release.
 func TestIssue28ForeignVMCOREINFO(t *testing.T) {
 	g := testutil.CorpusGuestNamed(t, "deb13-6.12-amd64")
-	f, ok := g.OneDump()
-	if !ok {
-		t.Skip("no dump of deb13-6.12-amd64")
-	}
-	paths, _ := g.DumpPaths(f)
+	paths := g.RequireOneDump(t)
 	own := g.VMCOREINFO(t)
 	d, err := OpenWith(Options{VMCOREINFO: own}, paths...)
 	require.NoError(t, err)

@@ -721,6 +721,19 @@ func (g *CorpusGuest) OneDump() (DumpFormat, bool) {
 	return "", false
 }
 
+// RequireOneDump returns the paths of the guest's first dump in
+// AllDumpFormats order (the full one when cached, else its extract), and
+// skips the test when it has none.
+func (g *CorpusGuest) RequireOneDump(tb testing.TB) []string {
+	tb.Helper()
+	f, ok := g.OneDump()
+	if !ok {
+		tb.Skipf("no dump of %s", g.Name)
+	}
+	paths, _ := g.DumpPaths(f)
+	return paths
+}
+
 // ReadSHA256SUMS parses testdata/vmcores/SHA256SUMS into "guest/file" → hex digest.
 func ReadSHA256SUMS(tb testing.TB) map[string]string {
 	tb.Helper()

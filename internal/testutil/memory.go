@@ -73,3 +73,23 @@ func (m *SparseMemory) ReadAt(p []byte, addr uint64) (int, error) {
 	}
 	return n, nil
 }
+
+// Holes returns r with the 4 KiB pages whose frame numbers (address>>12)
+// are in frames reading as not saved in space: the bytes before a hole are
+// read, then a *memory.FaultError at the hole's first byte.
+func Holes(r memory.Reader, space memory.Space, frames map[uint64]bool) memory.Reader {
+	return memory.ReaderFunc(func(p []byte, addr uint64) (int, error) {
+		for off := uint64(0); off < uint64(len(p)); {
+			a := addr + off
+			if frames[a>>12] {
+				n := 0
+				if off > 0 {
+					n, _ = r.ReadAt(p[:off], addr)
+				}
+				return n, memory.Fault(a, space, "test hole", memory.ErrNotSaved)
+			}
+			off += 4096 - a%4096
+		}
+		return r.ReadAt(p, addr)
+	})
+}
