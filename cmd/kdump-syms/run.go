@@ -397,6 +397,7 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 	defer preload(s)()
 	err = s.Phase("output", func() error {
 		var mapSyms []symfinder.Symbol
+		fromDump := dumpFinders(s.Chain())
 		for sym, err := range s.Chain().All() {
 			if err != nil {
 				c.rep.add(err)
@@ -405,7 +406,7 @@ func cmdAll(args []string, stdout, stderr io.Writer) error {
 			if !moduleMatches(*module, sym.Module) {
 				continue
 			}
-			if isFileFinder(sym.Finder) && dumpHas(s.Chain(), sym) {
+			if isFileFinder(sym.Finder) && dumpHas(fromDump, sym) {
 				// One answer per symbol: a file given beside the dump
 				// adds only what the dump's own finders lack.
 				continue
@@ -667,12 +668,27 @@ func isFileFinder(name string) bool {
 	return name == kdumpsyms.FinderVMLinux || name == kdumpsyms.FinderSystemMap || name == kdumpsyms.FinderKallsymsFile
 }
 
-// dumpHas reports whether a finder over the dump itself has sym (its name,
-// address and module).
-func dumpHas(c *symfinder.Chain, sym symfinder.Symbol) bool {
-	same, _ := c.Find(symfinder.Query{Kind: symfinder.ByName, Name: sym.Name})
-	for _, o := range same {
-		if !isFileFinder(o.Finder) && o.Addr == sym.Addr && o.Module == sym.Module {
+// dumpFinders returns the chain's enabled finders over the dump itself.
+func dumpFinders(c *symfinder.Chain) []symfinder.Finder {
+	var out []symfinder.Finder
+	for _, st := range c.Finders() {
+		if f, ok := c.Finder(st.Name); ok && st.Enabled && !isFileFinder(st.Name) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// dumpHas reports whether one of the finders over the dump has sym (its
+// name, address and module); it stops at the first that does.
+func dumpHas(fs []symfinder.Finder, sym symfinder.Symbol) bool {
+	found := false
+	for _, f := range fs {
+		_ = f.Find(symfinder.Query{Kind: symfinder.ByName, Name: sym.Name}, func(o symfinder.Symbol) bool {
+			found = o.Addr == sym.Addr && o.Module == sym.Module
+			return !found
+		})
+		if found {
 			return true
 		}
 	}
